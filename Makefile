@@ -1,0 +1,42 @@
+# svmtrain — everything a fresh machine needs is created from here.
+#   make demo   environment + build + train/predict/verify on data/
+#   make test   environment + build + the whole test suite
+#   make bench  benchmarks against the peers (scikit-learn, LIBLINEAR), printed as ratios
+#   make man    regenerate man/ from the CLI
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP_ENV   := $(VENV)/.installed
+STAMP_BUILD := $(VENV)/.built
+SHARED_DATA ?= ../shared/data
+export SOURCE_DATE_EPOCH ?= 1767225600
+
+.PHONY: env build test demo bench man clean
+
+env: $(STAMP_ENV)
+$(STAMP_ENV): requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+build: $(STAMP_BUILD)
+$(STAMP_BUILD): $(STAMP_ENV) setup.py pyproject.toml $(wildcard pyx/*.pyx pyx/*.pxd)
+	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e .
+	touch $@
+
+test: build
+	$(PY) -m pytest -q tests
+
+demo: build
+	@SVMTRAIN=$(VENV)/bin/svmtrain SVMTOOLS=$(VENV)/bin/svmtools sh data/demo.sh
+
+bench: build
+	$(PY) bench/run.py --shared-data $(SHARED_DATA)
+
+man: build
+	$(PY) -m svmtools.manpages man
+
+clean:
+	rm -rf build dist *.egg-info pyx/*.c pyx/*.html svmtrain/*.so $(STAMP_BUILD)

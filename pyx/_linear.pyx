@@ -1,0 +1,60 @@
+"""Linear scoring over CSR blocks: the per-nonzero work of predict, verify-bound and the primal.
+
+    score_i = w . x_i  (+ w[bias_col] * bias when the model has a bias feature)
+
+Columns at or beyond `n_cols` are ignored, as LIBLINEAR ignores features a model has not seen.
+"""
+
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+
+cnp.import_array()
+
+
+def csr_scores(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+               const double[::1] w, int64_t n_cols, double bias=0.0, bint has_bias=False):
+    """Decision values of every row of a CSR block."""
+    cdef int64_t n = indptr.shape[0] - 1
+    if n < 0:
+        raise ValueError("indptr is empty")
+    if w.shape[0] < n_cols + (1 if has_bias else 0):
+        raise ValueError("w is shorter than the model's columns")
+    if indptr[n] > indices.shape[0] or indices.shape[0] != data.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] scores = out
+    cdef int64_t i, p, j
+    cdef double s
+    with nogil:
+        for i in range(n):
+            s = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if 0 <= j < n_cols:
+                    s += w[j] * data[p]
+            if has_bias:
+                s += w[n_cols] * bias
+            scores[i] = s
+    return out
+
+
+def hinge_sum(const double[::1] margin_violation, double[::1] acc):
+    """acc += sum_i max(0, v_i), with Neumaier's compensation carried in acc = [sum, compensation].
+
+    Carrying the compensation across blocks makes a streamed sum independent of the block size.
+    """
+    cdef int64_t i
+    cdef double s = acc[0], comp = acc[1], v, t
+    with nogil:
+        for i in range(margin_violation.shape[0]):
+            v = margin_violation[i]
+            if v > 0.0:
+                t = s + v
+                if s >= v:
+                    comp += (s - t) + v
+                else:
+                    comp += (v - t) + s
+                s = t
+    acc[0] = s
+    acc[1] = comp

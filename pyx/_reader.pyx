@@ -1,0 +1,656 @@
+# svmlight / libsvm text parser: bytes in, CSR arrays out.
+#
+# Grammar of one line (bytes up to '\n'; whitespace is ' ', '\t', '\r', '\v', '\f'):
+#
+#     line    := ws* [ target (ws+ head)* (ws+ feature)* ] ws* [ '#' comment ]
+#     head    := 'qid:' uint  |  'cost:' float        (each at most once, before the features)
+#     feature := uint ':' float                        (indices strictly increasing)
+#
+# Blank and comment-only lines give no row but count for line numbers. A final line without '\n'
+# is parsed only when the caller says the buffer is final.
+#
+# Everything below runs under `nogil` on a `const char*` buffer: no Python object per line or token.
+# Integers are parsed by hand. Floats use Clinger's fast path -- at most 19 significant digits,
+# mantissa < 2**53 and a decimal exponent |e| <= 22 give the exact `m * 10**e` (or `m / 10**-e`),
+# one correctly rounded IEEE operation on exact operands -- and otherwise fall back to `strtod`
+# (C locale) on a NUL-terminated copy of the token, so every value is bit-exact with `strtod`.
+#
+# Output rows accumulate in malloc'd arrays grown by doubling; `Parser.take()` hands them to numpy
+# without copying (a capsule frees them with the array). On a malformed line the parser stops and
+# records an error code, the line number and the offending token's byte span; Python builds the
+# message (`Parser.error_reason`) while the buffer is still alive.
+
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from libc.stdint cimport int64_t, uint64_t, INT64_MAX
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memchr, memcpy, memcmp
+from libc.math cimport isfinite, isnan
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #include <locale.h>
+    #if defined(__APPLE__)
+    #include <xlocale.h>
+    #endif
+    #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+    static locale_t svmtrain_c_locale = (locale_t)0;
+    static void svmtrain_strtod_init(void) {
+        if (!svmtrain_c_locale) svmtrain_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    }
+    static double svmtrain_strtod(const char *s, char **end) {
+        if (svmtrain_c_locale) return strtod_l(s, end, svmtrain_c_locale);
+        return strtod(s, end);
+    }
+    #else
+    static void svmtrain_strtod_init(void) {}
+    static double svmtrain_strtod(const char *s, char **end) { return strtod(s, end); }
+    #endif
+    """
+    void svmtrain_strtod_init() nogil
+    double svmtrain_strtod(const char* s, char** end) nogil
+
+svmtrain_strtod_init()   # once, at import: the C locale object is shared by all threads
+
+
+# Error codes set by the parser; `Parser.error_reason` turns them into words.
+cdef enum:
+    OK = 0
+    E_NOMEM
+    E_NUL
+    E_TARGET
+    E_TARGET_NAN
+    E_TARGET_INF
+    E_VALUE
+    E_VALUE_NAN
+    E_VALUE_INF
+    E_NO_VALUE
+    E_NO_INDEX
+    E_INDEX
+    E_INDEX_ZERO
+    E_INDEX_NEG
+    E_INDEX_ORDER
+    E_INDEX_DUP
+    E_INDEX_BIG
+    E_QID
+    E_QID_DUP
+    E_COST
+    E_COST_DUP
+    E_MISPLACED
+    E_JUNK
+
+# Results of parse_double.
+cdef enum:
+    F_OK = 0
+    F_SYNTAX      # not a decimal number at all
+    F_NAN         # 'nan' spelled out
+    F_INF         # 'inf' / 'infinity' spelled out, or a number that overflows
+
+cdef double[23] POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
+cdef uint64_t TWO53 = 1 << 53
+
+
+cdef inline bint is_ws(char c) noexcept nogil:
+    return c == c' ' or c == c'\t' or c == c'\r' or c == c'\v' or c == c'\f'
+
+
+cdef inline bint is_end(char c) noexcept nogil:
+    # what may follow a complete token on the same line
+    return is_ws(c) or c == c'#'
+
+
+cdef inline bint is_digit(char c) noexcept nogil:
+    return <unsigned char>(c - c'0') < 10
+
+
+cdef inline char lower(char c) noexcept nogil:
+    if c >= c'A' and c <= c'Z':
+        return c + 32
+    return c
+
+
+cdef inline const char* token_end(const char* p, const char* e) noexcept nogil:
+    while p < e and not is_end(p[0]):
+        p += 1
+    return p
+
+
+cdef bint spelled(const char* p, const char* e, const char* word) noexcept nogil:
+    """[+-]? word, case-insensitive, filling [p, e) exactly."""
+    if p < e and (p[0] == c'+' or p[0] == c'-'):
+        p += 1
+    while word[0] != 0:
+        if p == e or lower(p[0]) != word[0]:
+            return False
+        p += 1
+        word += 1
+    return p == e
+
+
+cdef double slow_strtod(const char* s, const char* e) noexcept nogil:
+    """strtod on a NUL-terminated copy of [s, e) (already checked to be a decimal number)."""
+    cdef char[128] small
+    cdef char* tmp = small
+    cdef Py_ssize_t n = e - s
+    cdef double v
+    if n >= 128:
+        tmp = <char*> malloc(n + 1)
+        if tmp == NULL:
+            return 0.0 / 0.0  # NaN: reported as a bad value; only on out-of-memory with a huge token
+    memcpy(tmp, s, n)
+    tmp[n] = 0
+    v = svmtrain_strtod(tmp, NULL)
+    if tmp != small:
+        free(tmp)
+    return v
+
+
+cdef inline int parse_double(const char* s, const char* e, const char** endp, double* out) noexcept nogil:
+    """Parse the longest decimal float `[+-]? digits [. digits] [(e|E) [+-]? digits]` at s.
+
+    *endp is set past the number; the caller checks what follows. Returns F_OK, F_SYNTAX, F_NAN or
+    F_INF (a spelled-out or overflowing infinity).
+    """
+    cdef const char* p = s
+    cdef const char* q
+    cdef bint neg = False, eneg = False, slow = False, digits = False
+    cdef uint64_t m = 0
+    cdef int nd = 0, d
+    cdef int64_t exp10 = 0, ev = 0
+    cdef double v
+
+    if p < e and (p[0] == c'+' or p[0] == c'-'):
+        neg = p[0] == c'-'
+        p += 1
+    while p < e and is_digit(p[0]):
+        d = p[0] - c'0'
+        digits = True
+        if m == 0 and d == 0:
+            pass                        # leading zero
+        elif nd < 19:
+            m = m * 10 + d
+            nd += 1
+        else:
+            slow = True                 # more than 19 significant digits: let strtod round
+        p += 1
+    if p < e and p[0] == c'.':
+        p += 1
+        while p < e and is_digit(p[0]):
+            d = p[0] - c'0'
+            digits = True
+            if m == 0 and d == 0:
+                exp10 -= 1
+            elif nd < 19:
+                m = m * 10 + d
+                nd += 1
+                exp10 -= 1
+            else:
+                slow = True
+            p += 1
+    if not digits:
+        endp[0] = token_end(s, e)
+        if spelled(s, endp[0], b"nan"):
+            return F_NAN
+        if spelled(s, endp[0], b"inf") or spelled(s, endp[0], b"infinity"):
+            return F_INF
+        return F_SYNTAX
+    if p < e and (p[0] == c'e' or p[0] == c'E'):
+        q = p + 1
+        if q < e and (q[0] == c'+' or q[0] == c'-'):
+            eneg = q[0] == c'-'
+            q += 1
+        if q < e and is_digit(q[0]):    # else: 'e' is not part of the number (caller rejects it)
+            while q < e and is_digit(q[0]):
+                if ev < 100000:         # beyond that the value is 0 or inf either way (strtod decides)
+                    ev = ev * 10 + (q[0] - c'0')
+                q += 1
+            exp10 += -ev if eneg else ev
+            p = q
+    endp[0] = p
+
+    if m == 0:
+        out[0] = -0.0 if neg else 0.0
+        return F_OK
+    if not slow and m < TWO53 and -22 <= exp10 <= 22:
+        v = <double> m                  # exact: m < 2**53
+        if exp10 < 0:
+            v = v / POW10[-exp10]
+        else:
+            v = v * POW10[exp10]
+        out[0] = -v if neg else v
+        return F_OK
+    v = slow_strtod(s, p)
+    out[0] = v
+    if not isfinite(v):
+        return F_NAN if isnan(v) else F_INF
+    return F_OK
+
+
+cdef inline int parse_uint(const char* s, const char* e, const char** endp, int64_t* out) noexcept nogil:
+    """Digits at s as a non-negative int64. Returns 0 ok, 1 no digits, 2 overflow (endp past digits)."""
+    cdef const char* p = s
+    cdef int64_t v = 0
+    cdef int d
+    cdef bint big = False
+    while p < e and is_digit(p[0]):
+        d = p[0] - c'0'
+        if v > (INT64_MAX - d) // 10:
+            big = True
+        else:
+            v = v * 10 + d
+        p += 1
+    endp[0] = p
+    out[0] = v
+    if p == s:
+        return 1
+    return 2 if big else 0
+
+
+cdef void _free_capsule(object cap) noexcept:
+    free(PyCapsule_GetPointer(cap, NULL))
+
+
+cdef object _hand_over(void* ptr, Py_ssize_t n, int typenum):
+    """A 1-d numpy array owning the malloc'd `ptr` (n items); ptr is freed with the array."""
+    cdef cnp.npy_intp dims = n
+    cdef cnp.ndarray arr
+    cdef void* q
+    if ptr == NULL or n == 0:
+        free(ptr)
+        return cnp.PyArray_EMPTY(1, &dims, typenum, 0)
+    q = realloc(ptr, n * cnp.PyArray_DescrFromType(typenum).itemsize)   # give back the spare capacity
+    if q != NULL:
+        ptr = q
+    arr = cnp.PyArray_SimpleNewFromData(1, &dims, typenum, ptr)
+    cnp.set_array_base(arr, PyCapsule_New(ptr, NULL, _free_capsule))
+    return arr
+
+
+cdef class Parser:
+    """Incremental svmlight parser. Feed it buffers of complete lines with `parse`; `take` the rows.
+
+    Parser(zero_based, first_line): `first_line` is the 1-based number of the first line fed.
+    """
+    cdef bint zero_based
+    cdef public int64_t line_no         # number of the next line to parse
+    # rows
+    cdef int64_t* indptr
+    cdef double* target
+    cdef int64_t* qid
+    cdef double* cost
+    cdef int64_t* line
+    cdef Py_ssize_t n_rows, row_cap
+    # nonzeros
+    cdef int64_t* indices
+    cdef double* data
+    cdef Py_ssize_t nnz, nnz_cap
+    cdef int64_t max_col
+    # last error
+    cdef public int err_code
+    cdef public int64_t err_line
+    cdef public Py_ssize_t err_start, err_end     # token span, relative to the buffer parsed
+    cdef public int64_t err_a, err_b
+
+    def __cinit__(self, bint zero_based=False, int64_t first_line=1):
+        self.zero_based = zero_based
+        self.line_no = first_line
+        self.err_code = OK
+        self._reset()
+
+    def __dealloc__(self):
+        free(self.indptr); free(self.target); free(self.qid); free(self.cost); free(self.line)
+        free(self.indices); free(self.data)
+
+    cdef void _reset(self) noexcept:
+        self.indptr = NULL; self.target = NULL; self.qid = NULL; self.cost = NULL; self.line = NULL
+        self.indices = NULL; self.data = NULL
+        self.n_rows = 0; self.row_cap = 0; self.nnz = 0; self.nnz_cap = 0
+        self.max_col = -1
+
+    @property
+    def n_rows(self):
+        return self.n_rows
+
+    @property
+    def nnz(self):
+        return self.nnz
+
+    cdef int _grow_rows(self) noexcept nogil:
+        cdef Py_ssize_t c = self.row_cap * 2 if self.row_cap > 0 else 1024
+        cdef void* p
+        p = realloc(self.target, c * sizeof(double))
+        if p == NULL: return E_NOMEM
+        self.target = <double*> p
+        p = realloc(self.qid, c * sizeof(int64_t))
+        if p == NULL: return E_NOMEM
+        self.qid = <int64_t*> p
+        p = realloc(self.cost, c * sizeof(double))
+        if p == NULL: return E_NOMEM
+        self.cost = <double*> p
+        p = realloc(self.line, c * sizeof(int64_t))
+        if p == NULL: return E_NOMEM
+        self.line = <int64_t*> p
+        p = realloc(self.indptr, (c + 1) * sizeof(int64_t))
+        if p == NULL: return E_NOMEM
+        self.indptr = <int64_t*> p
+        self.row_cap = c
+        return OK
+
+    cdef int _grow_nnz(self) noexcept nogil:
+        cdef Py_ssize_t c = self.nnz_cap * 2 if self.nnz_cap > 0 else 4096
+        cdef void* p
+        p = realloc(self.indices, c * sizeof(int64_t))
+        if p == NULL: return E_NOMEM
+        self.indices = <int64_t*> p
+        p = realloc(self.data, c * sizeof(double))
+        if p == NULL: return E_NOMEM
+        self.data = <double*> p
+        self.nnz_cap = c
+        return OK
+
+    cdef int _fail(self, int code, const char* buf, const char* s, const char* e,
+                   const char* ts, const char* te, int64_t a, int64_t b) noexcept nogil:
+        """Record an error on the line [s, e) at token [ts, te). A NUL byte anywhere wins."""
+        cdef const char* z = <const char*> memchr(s, 0, e - s)
+        if z != NULL:
+            code = E_NUL
+            ts = z
+            te = z + 1
+            a = z - s + 1               # 1-based column
+        self.err_code = code
+        self.err_line = self.line_no
+        self.err_start = ts - buf
+        self.err_end = te - buf
+        self.err_a = a
+        self.err_b = b
+        return code
+
+    cdef int _line(self, const char* buf, const char* s, const char* e) noexcept nogil:
+        """Parse one line [s, e) (no '\n'). Appends at most one row."""
+        cdef const char* p = s
+        cdef const char* t
+        cdef const char* q
+        cdef double y, v, c = 1.0
+        cdef int64_t qd = -1, idx, col, prev = -1, prev_idx = 0
+        cdef bint have_qid = False, have_cost = False
+        cdef int r
+        cdef Py_ssize_t row_start = self.nnz
+
+        while p < e and is_ws(p[0]):
+            p += 1
+        if p == e or p[0] == c'#':
+            if memchr(p, 0, e - p) != NULL:
+                return self._fail(E_NUL, buf, s, e, p, e, 0, 0)
+            return OK
+
+        # target
+        t = p
+        r = parse_double(t, e, &p, &y)
+        if r == F_OK and p < e and not is_end(p[0]):
+            r = F_SYNTAX
+        if r != F_OK:
+            q = token_end(t, e)
+            return self._fail(E_TARGET if r == F_SYNTAX else (E_TARGET_NAN if r == F_NAN else E_TARGET_INF),
+                              buf, s, e, t, q, 0, 0)
+
+        # qid: / cost:, in either order, before the features
+        while True:
+            while p < e and is_ws(p[0]):
+                p += 1
+            if e - p >= 4 and memcmp(p, b"qid:", 4) == 0:
+                t = p
+                if have_qid:
+                    return self._fail(E_QID_DUP, buf, s, e, t, token_end(t, e), 0, 0)
+                r = parse_uint(t + 4, e, &p, &qd)
+                if r != 0 or (p < e and not is_end(p[0])):
+                    return self._fail(E_QID, buf, s, e, t, token_end(t, e), 0, 0)
+                have_qid = True
+            elif e - p >= 5 and memcmp(p, b"cost:", 5) == 0:
+                t = p
+                if have_cost:
+                    return self._fail(E_COST_DUP, buf, s, e, t, token_end(t, e), 0, 0)
+                r = parse_double(t + 5, e, &p, &c)
+                if r != F_OK or (p < e and not is_end(p[0])) or not (c > 0.0):
+                    return self._fail(E_COST, buf, s, e, t, token_end(t, e), 0, 0)
+                have_cost = True
+            else:
+                break
+
+        # features
+        while True:
+            while p < e and is_ws(p[0]):
+                p += 1
+            if p == e:
+                break
+            if p[0] == c'#':
+                if memchr(p, 0, e - p) != NULL:
+                    return self._fail(E_NUL, buf, s, e, p, e, 0, 0)
+                break
+            t = p
+            r = parse_uint(t, e, &p, &idx)
+            if r == 1:                              # no digits
+                q = token_end(t, e)
+                if t[0] == c':':
+                    return self._fail(E_NO_INDEX, buf, s, e, t, q, 0, 0)
+                if (q - t >= 4 and memcmp(t, b"qid:", 4) == 0) or (q - t >= 5 and memcmp(t, b"cost:", 5) == 0):
+                    return self._fail(E_MISPLACED, buf, s, e, t, q, 0, 0)
+                if t[0] == c'-' and t + 1 < q and is_digit(t[1]) and memchr(t, c':', q - t) != NULL:
+                    return self._fail(E_INDEX_NEG, buf, s, e, t, q, 0, 0)
+                if memchr(t, c':', q - t) != NULL:
+                    return self._fail(E_INDEX, buf, s, e, t, q, 0, 0)
+                return self._fail(E_JUNK, buf, s, e, t, q, 0, 0)
+            if p == e or p[0] != c':':
+                q = token_end(t, e)
+                if memchr(p, c':', q - p) != NULL:   # e.g. '1.5:2', '3x:1'
+                    return self._fail(E_INDEX, buf, s, e, t, q, 0, 0)
+                return self._fail(E_JUNK, buf, s, e, t, q, 0, 0)   # e.g. '3', '3abc'
+            if r == 2:
+                return self._fail(E_INDEX_BIG, buf, s, e, t, token_end(t, e), 0, 0)
+            p += 1                                   # ':'
+            if p == e or is_end(p[0]):
+                return self._fail(E_NO_VALUE, buf, s, e, t, p, 0, 0)
+            q = p
+            r = parse_double(q, e, &p, &v)
+            if r == F_OK and p < e and not is_end(p[0]):
+                r = F_SYNTAX
+            if r != F_OK:
+                p = token_end(q, e)
+                if r == F_SYNTAX and memchr(q, c':', p - q) != NULL:
+                    return self._fail(E_JUNK, buf, s, e, t, p, 0, 0)   # '3:4:5'
+                return self._fail(E_VALUE if r == F_SYNTAX else (E_VALUE_NAN if r == F_NAN else E_VALUE_INF),
+                                  buf, s, e, t, p, q - t, 0)
+            if self.zero_based:
+                col = idx
+                if col == INT64_MAX:                 # n_features = col + 1 must fit
+                    return self._fail(E_INDEX_BIG, buf, s, e, t, p, 0, 0)
+            else:
+                if idx == 0:
+                    return self._fail(E_INDEX_ZERO, buf, s, e, t, p, 0, 0)
+                col = idx - 1
+            if col <= prev:
+                return self._fail(E_INDEX_DUP if col == prev else E_INDEX_ORDER,
+                                  buf, s, e, t, p, idx, prev_idx)
+            prev = col
+            prev_idx = idx
+            if self.nnz == self.nnz_cap and self._grow_nnz() != OK:
+                return self._fail(E_NOMEM, buf, s, e, t, p, 0, 0)
+            self.indices[self.nnz] = col
+            self.data[self.nnz] = v
+            self.nnz += 1
+
+        if prev > self.max_col:
+            self.max_col = prev
+        if self.n_rows == self.row_cap and self._grow_rows() != OK:
+            self.nnz = row_start
+            return self._fail(E_NOMEM, buf, s, e, s, s, 0, 0)
+        if self.n_rows == 0:
+            self.indptr[0] = 0
+        self.target[self.n_rows] = y
+        self.qid[self.n_rows] = qd
+        self.cost[self.n_rows] = c
+        self.line[self.n_rows] = self.line_no
+        self.n_rows += 1
+        self.indptr[self.n_rows] = self.nnz
+        return OK
+
+    cdef int _parse(self, const char* buf, Py_ssize_t n, bint final, Py_ssize_t limit,
+                    Py_ssize_t* consumed, bint* done) noexcept nogil:
+        cdef Py_ssize_t pos = 0, le, nxt
+        cdef const char* nl
+        cdef int r
+        done[0] = False
+        while True:
+            if pos >= limit:
+                done[0] = True
+                break
+            if pos >= n:
+                break
+            nl = <const char*> memchr(buf + pos, c'\n', n - pos)
+            if nl == NULL:
+                if not final:
+                    break
+                le = n
+                nxt = n
+            else:
+                le = nl - buf
+                nxt = le + 1
+            r = self._line(buf, buf + pos, buf + le)
+            if r != OK:
+                consumed[0] = pos
+                return r
+            self.line_no += 1
+            pos = nxt
+        consumed[0] = pos
+        return OK
+
+    def parse(self, const unsigned char[::1] buf not None, bint final=False, limit=None):
+        """Parse the complete lines at the start of `buf` (and, if `final`, a last unterminated one).
+
+        Lines starting at or after byte `limit` are left alone. Returns (consumed, done, error):
+        consumed = bytes of the lines parsed, done = the limit was reached, error = the error code
+        (0 = none; the details are in err_* and `error_reason(buf)`).
+        """
+        cdef Py_ssize_t n = buf.shape[0], consumed = 0
+        cdef Py_ssize_t lim = n + 1 if limit is None else max(0, min(<Py_ssize_t> limit, n + 1))
+        cdef bint done = False
+        cdef int r
+        cdef const char* p = b""
+        if n > 0:
+            p = <const char*> &buf[0]
+        with nogil:
+            r = self._parse(p, n, final, lim, &consumed, &done)
+        return consumed, done, r
+
+    def take(self):
+        """The rows parsed since the last take, as numpy arrays (ownership passes to numpy):
+        (indptr, indices, data, target, qid, cost, line, n_features)."""
+        cdef int64_t* ip
+        if self.n_rows == 0:
+            free(self.indptr)
+            ip = <int64_t*> malloc(sizeof(int64_t))
+            if ip == NULL:
+                raise MemoryError()
+            ip[0] = 0
+            self.indptr = ip
+        out = (
+            _hand_over(self.indptr, self.n_rows + 1, cnp.NPY_INT64),
+            _hand_over(self.indices, self.nnz, cnp.NPY_INT64),
+            _hand_over(self.data, self.nnz, cnp.NPY_FLOAT64),
+            _hand_over(self.target, self.n_rows, cnp.NPY_FLOAT64),
+            _hand_over(self.qid, self.n_rows, cnp.NPY_INT64),
+            _hand_over(self.cost, self.n_rows, cnp.NPY_FLOAT64),
+            _hand_over(self.line, self.n_rows, cnp.NPY_INT64),
+            int(self.max_col + 1),
+        )
+        self._reset()
+        return out
+
+    def error_reason(self, const unsigned char[::1] buf not None):
+        """Words for the last error; `buf` is the buffer that was being parsed."""
+        code = self.err_code
+        tok = _show(bytes(buf[self.err_start:self.err_end]))
+        a, b = self.err_a, self.err_b
+        if code == E_NOMEM:
+            return "out of memory"
+        if code == E_NUL:
+            return f"nul byte at column {a}"
+        if code == E_TARGET:
+            return f"expected a number as target, got {tok}"
+        if code == E_TARGET_NAN:
+            return f"target is nan: {tok}"
+        if code == E_TARGET_INF:
+            return f"target is infinite: {tok}"
+        if code in (E_VALUE, E_VALUE_NAN, E_VALUE_INF):
+            val = _show(bytes(buf[self.err_start + a:self.err_end]))
+            what = {E_VALUE: "expected a number as value, got", E_VALUE_NAN: "value is nan:",
+                    E_VALUE_INF: "value is infinite:"}[code]
+            return f"{what} {val} in {tok}"
+        if code == E_NO_VALUE:
+            return f"value missing after {tok}"
+        if code == E_NO_INDEX:
+            return f"index missing in {tok}"
+        if code == E_INDEX:
+            return f"index is not an integer in {tok}"
+        if code == E_INDEX_ZERO:
+            return f"index 0 in {tok}, but indices are 1-based (use zero-based indexing)"
+        if code == E_INDEX_NEG:
+            return f"negative index in {tok}"
+        if code == E_INDEX_ORDER:
+            return f"index {a} after {b}: indices must be strictly increasing"
+        if code == E_INDEX_DUP:
+            return f"duplicate index {a}"
+        if code == E_INDEX_BIG:
+            return f"index too large for 64 bits in {tok}"
+        if code == E_QID:
+            return f"bad qid {tok}: expected a non-negative integer"
+        if code == E_QID_DUP:
+            return f"duplicate qid {tok}"
+        if code == E_COST:
+            return f"bad cost {tok}: expected a positive finite number"
+        if code == E_COST_DUP:
+            return f"duplicate cost {tok}"
+        if code == E_MISPLACED:
+            return f"{tok} must come right after the target, before the features"
+        if code == E_JUNK:
+            return f"expected index:value, got {tok}"
+        return f"parse error {code}"
+
+
+def _show(bytes tok):
+    """A token for an error message: quoted, non-UTF-8 escaped, long ones cut."""
+    s = tok.decode("utf-8", "backslashreplace")
+    if len(s) > 40:
+        s = s[:37] + "..."
+    return "'" + s + "'"
+
+
+def count_newlines(const unsigned char[::1] buf not None):
+    """Number of b'\\n' in buf (a vectorisable loop, no GIL)."""
+    cdef Py_ssize_t n = buf.shape[0], i
+    cdef Py_ssize_t k = 0
+    cdef const unsigned char* p
+    if n == 0:
+        return 0
+    p = &buf[0]
+    with nogil:
+        for i in range(n):
+            k += p[i] == 10
+    return k
+
+
+def parse_float(bytes s):
+    """Parse one token with the reader's float parser (for tests): float, or ValueError."""
+    cdef const char* p = s
+    cdef const char* e = p + len(s)
+    cdef const char* end
+    cdef double v = 0.0
+    cdef int r = parse_double(p, e, &end, &v)
+    if r != F_OK or end != e:
+        raise ValueError(f"not a finite decimal number: {s!r}")
+    return v

@@ -1,0 +1,139 @@
+"""Write an output file all at once or not at all.
+
+    with atomic_output("model.txt") as f:
+        f.write(...)
+
+Writes go to a temporary file ``.NAME.tmp-XXXXXXXX`` in the target's directory (same file
+system, so the final rename is atomic). On success the temporary file is flushed, fsynced and
+renamed over the target with ``os.replace``; the directory is then fsynced (best effort). On any
+exception -- including KeyboardInterrupt and SystemExit -- the temporary file is removed and the
+target is left exactly as it was: absent, or the old file untouched. A crash or Ctrl-C therefore
+never leaves a half-written model.
+
+Permissions are those ``open(path, "w")`` would give: an existing target keeps its mode, a new file
+gets ``0o666 & ~umask`` (mkstemp's private 0o600 is not kept).
+
+``path == "-"`` writes to standard output (``sys.stdout``, or ``sys.stdout.buffer`` in binary
+mode), which is flushed but never closed; nothing can be rolled back there.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+
+__all__ = ["atomic_output"]
+
+_MODES = {"w": "w", "wt": "w", "tw": "w", "wb": "wb", "bw": "wb"}
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # not thread-safe, hence only the fallback
+    os.umask(mask)
+    return mask
+
+
+def _target_mode(path: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _fsync_dir(directory: str) -> None:
+    """Persist the rename itself; best effort (not every platform / file system allows it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _publish_no_clobber(tmp: str, path: str) -> None:
+    try:
+        os.link(tmp, path)  # atomic, and fails with FileExistsError rather than clobber
+    except FileExistsError:
+        raise FileExistsError(f"{path}: file exists (refusing to overwrite)") from None
+    except OSError:  # no hard links on this file system: check, then rename
+        if os.path.lexists(path):
+            raise FileExistsError(f"{path}: file exists (refusing to overwrite)") from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _stdout(binary: bool):
+    stream = sys.stdout.buffer if binary else sys.stdout
+    yield stream
+    stream.flush()
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode: str = "w", *, force: bool = True, encoding: str = "utf-8"):
+    """Context manager yielding a file object whose contents appear at ``path`` only on success.
+
+    mode     -- "w" (text, ``encoding``, "\\n" newlines) or "wb" (binary).
+    force    -- when False, refuse to replace an existing file: FileExistsError is raised before
+                anything is written, and again at the end if the file appeared meanwhile (the
+                final step is then an atomic link, never a clobber).
+    """
+    if mode not in _MODES:
+        raise ValueError(f"atomic_output: mode must be 'w' or 'wb', not {mode!r}")
+    binary = _MODES[mode] == "wb"
+    if isinstance(path, str) and path == "-":
+        with _stdout(binary) as stream:
+            yield stream
+        return
+
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not force and os.path.lexists(path):
+        raise FileExistsError(f"{path}: file exists (refusing to overwrite)")
+    directory, name = os.path.split(os.path.abspath(path))
+    if not name:
+        raise IsADirectoryError(f"{path}: not a file name")
+    perms = _target_mode(path)
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory)
+    try:
+        if binary:
+            f = os.fdopen(fd, "wb")
+        else:
+            f = os.fdopen(fd, "w", encoding=encoding, newline="\n")
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+
+    try:
+        with f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), perms)
+        if force:
+            os.replace(tmp, path)
+        else:
+            _publish_no_clobber(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(directory)

@@ -1,0 +1,359 @@
+"""The data layer: svmlight / libsvm files as CSR blocks.
+
+    target [qid:N] [cost:V] idx:val idx:val ... [# comment]
+
+`iter_blocks` streams a file (plain, .gz/.bz2/.xz, or '-' for stdin) as `Block`s of consecutive rows,
+reading `block_bytes` at a time, so memory is bounded by one block; `load` returns the whole file as
+one Block. The parsing itself is C (`svmtrain._reader`, no GIL); this module only moves bytes.
+
+Byte ranges (plain files only): the range [offset, offset + length) owns every line whose first byte
+lies inside it, so the ranges of any split of a file together yield each row exactly once, in order.
+Line numbers are always those of the whole file.
+
+Every malformed line raises `DataError` naming the file, the 1-based line and what is wrong.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import sys
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Iterator, Optional
+
+import numpy as np
+
+from svmtrain import _reader
+
+__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load"]
+
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+# what a broken compressed stream raises while being read
+_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
+
+
+class DataError(ValueError):
+    """A malformed input file: str(e) == f"{path}:{line}: {reason}" (or f"{path}: {reason}")."""
+
+    def __init__(self, path: str, line: Optional[int], reason: str):
+        super().__init__(path, line, reason)
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return f"{self.path}: {self.reason}"
+        return f"{self.path}:{self.line}: {self.reason}"
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.line, self.reason))
+
+
+@dataclass
+class Block:
+    """One CSR block of consecutive rows."""
+
+    indptr: np.ndarray   # int64, n_rows + 1, indptr[0] == 0
+    indices: np.ndarray  # int64 0-based columns
+    data: np.ndarray     # float64
+    target: np.ndarray   # float64, per row
+    qid: np.ndarray      # int64, per row, -1 = no qid
+    cost: np.ndarray     # float64, per row, 1.0 = no cost
+    line: np.ndarray     # int64, per row, 1-based line number in the file
+    n_features: int      # max column + 1 in this block (0 if no features)
+    nbytes: int          # input (decompressed) bytes this block consumed
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.target)
+
+    @property
+    def nnz(self) -> int:
+        return len(self.data)
+
+
+def _empty_block(nbytes: int = 0) -> Block:
+    i8, f8 = np.empty(0, np.int64), np.empty(0, np.float64)
+    return Block(np.zeros(1, np.int64), i8, f8, f8.copy(), i8.copy(), f8.copy(), i8.copy(), 0, nbytes)
+
+
+class _Prefixed(io.RawIOBase):
+    """A non-seekable stream with `head` (bytes already read from it) put back in front."""
+
+    def __init__(self, head: bytes, raw, close_raw: bool):
+        self._head = head
+        self._raw = raw
+        self._close_raw = close_raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return _readinto(self._raw, b)
+
+    def close(self) -> None:
+        if not self.closed and self._close_raw:
+            self._raw.close()
+        super().close()
+
+
+class _Layers(io.RawIOBase):
+    """A decompressor over a stream; closing it closes both (gzip & co. leave their fileobj open)."""
+
+    def __init__(self, top, below):
+        self._top = top
+        self._below = below
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        return _readinto(self._top, b)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._top.close()
+            finally:
+                self._below.close()
+        super().close()
+
+
+def _readinto(f, b) -> int:
+    readinto = getattr(f, "readinto", None)
+    if readinto is not None:
+        return readinto(b) or 0
+    chunk = f.read(len(b))
+    b[: len(chunk)] = chunk
+    return len(chunk)
+
+
+def _sniff(head: bytes) -> Optional[str]:
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    return None
+
+
+def _decompressor(kind: str, f):
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    if kind == "bz2":
+        return bz2.BZ2File(f, mode="rb")
+    return lzma.LZMAFile(f, mode="rb")
+
+
+def _open(path: str):
+    """(stream, plain): the decompressed byte stream, and whether it is a seekable plain file."""
+    if path == "-":
+        raw = getattr(sys.stdin, "buffer", sys.stdin)
+    else:
+        try:
+            raw = open(path, "rb")
+        except OSError as e:
+            raise DataError(path, None, f"cannot open: {e.strerror or e}") from None
+    try:
+        if path != "-" and raw.seekable():
+            head = raw.read(6)
+            raw.seek(0)
+            kind = _sniff(head)
+            if kind is None:
+                return raw, True
+            return io.BufferedReader(_Layers(_decompressor(kind, raw), raw)), False
+        # stdin, a pipe or a FIFO (e.g. bash's <(zcat ...)): sniff, then put the bytes back
+        head = b""
+        while len(head) < 6:
+            more = raw.read(6 - len(head))
+            if not more:
+                break
+            head += more
+        stream = _Prefixed(head, raw, close_raw=path != "-")   # never close stdin
+        kind = _sniff(head)
+        if kind is None:
+            return io.BufferedReader(stream), False
+        return io.BufferedReader(_Layers(_decompressor(kind, stream), stream)), False
+    except OSError as e:
+        if path != "-":
+            raw.close()
+        raise DataError(path, None, f"cannot read: {e.strerror or e}") from None
+
+
+def open_input(path: str) -> BinaryIO:
+    """Open an input file for binary reading: '-' is stdin; gzip/bzip2/xz are decompressed (known
+    by their magic bytes). Raises DataError(path, None, "cannot open: ...") when it cannot be opened."""
+    return _open(path if path == "-" else os.fspath(path))[0]
+
+
+class _Reader:
+    """Fills a growing buffer from a stream; knows the file offset of the buffer's first byte."""
+
+    def __init__(self, path: str, f, block_bytes: int):
+        self.path = path
+        self.f = f
+        self.buf = bytearray(max(block_bytes, 1))
+        self.n = 0          # valid bytes in buf
+        self.eof = False
+
+    def fill(self) -> None:
+        """Read until the buffer is full or the stream ends."""
+        view = memoryview(self.buf)
+        try:
+            while self.n < len(self.buf):
+                k = _readinto(self.f, view[self.n:])
+                if k == 0:
+                    self.eof = True
+                    break
+                self.n += k
+        except _DECOMPRESS_ERRORS as e:
+            raise DataError(self.path, None, f"cannot decompress: {e}") from None
+        except OSError as e:
+            raise DataError(self.path, None, f"cannot read: {e.strerror or e}") from None
+        finally:
+            view.release()
+
+    def drop(self, k: int) -> None:
+        """Forget the first k bytes (carrying the rest to the front)."""
+        if k:
+            self.buf[: self.n - k] = self.buf[k: self.n]
+            self.n -= k
+
+    def grow(self) -> None:
+        self.buf.extend(bytes(len(self.buf)))
+
+
+def _count_newlines(f, end: int, chunk: int = 1 << 22) -> int:
+    """Newlines in the first `end` bytes of the seekable file f."""
+    f.seek(0)
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    count, pos = 0, 0
+    while pos < end:
+        k = f.readinto(view[: min(chunk, end - pos)])
+        if not k:
+            break
+        count += _reader.count_newlines(view[:k])
+        pos += k
+    view.release()
+    return count
+
+
+def iter_blocks(
+    path: str,
+    *,
+    zero_based: bool = False,
+    block_bytes: int = 8 << 20,
+    offset: int = 0,
+    length: Optional[int] = None,
+    progress: Optional[Callable[[int], object]] = None,
+) -> Iterator[Block]:
+    """Stream the rows of an svmlight file as Blocks of about `block_bytes` input each.
+
+    offset/length select a byte range of a plain file (see the module notes); `progress` is called
+    with the number of input bytes consumed after each read. Empty blocks are not yielded.
+    """
+    yield from _blocks(path, zero_based, block_bytes, offset, length, progress, whole=False)
+
+
+def load(
+    path: str,
+    *,
+    zero_based: bool = False,
+    block_bytes: int = 8 << 20,
+    offset: int = 0,
+    length: Optional[int] = None,
+    progress: Optional[Callable[[int], object]] = None,
+) -> Block:
+    """All rows of the file (or of the byte range offset/length) as one Block."""
+    for block in _blocks(path, zero_based, block_bytes, offset, length, progress, whole=True):
+        return block
+    return _empty_block()
+
+
+def _blocks(path, zero_based, block_bytes, offset, length, progress, whole):
+    """The reading loop. With whole=True rows accumulate in the parser and one Block is yielded."""
+    path = path if path == "-" else os.fspath(path)
+    if block_bytes < 1:
+        raise ValueError("block_bytes must be positive")
+    if offset < 0 or (length is not None and length < 0):
+        raise ValueError("offset and length must be non-negative")
+    ranged = offset != 0 or length is not None
+    if ranged and path == "-":
+        raise DataError(path, None, "byte ranges need a plain (uncompressed) file")
+    f, plain = _open(path)
+    with f:
+        if ranged and not plain:
+            raise DataError(path, None, "byte ranges need a plain (uncompressed) file")
+        stop = None if length is None else offset + length
+        reader = _Reader(path, f, block_bytes)
+        first_line = 1
+        skip_partial = False
+        if offset > 0:
+            try:
+                # lines before the range; the line containing `offset` belongs to the previous range
+                # unless `offset` is the first byte of a line
+                first_line = 1 + _count_newlines(f, offset - 1)
+                f.seek(offset - 1)
+                skip_partial = f.read(1) != b"\n"
+                if not skip_partial:
+                    first_line += 1
+            except OSError as e:
+                raise DataError(path, None, f"cannot read: {e.strerror or e}") from None
+        pos = offset                          # file offset of reader.buf[0]
+        if skip_partial:                      # drop the rest of the line that starts before offset
+            while True:
+                reader.fill()
+                i = reader.buf.find(b"\n", 0, reader.n)
+                if i >= 0:
+                    reader.drop(i + 1)
+                    pos += i + 1
+                    first_line += 1
+                    break
+                pos += reader.n
+                reader.n = 0
+                if reader.eof:
+                    return
+        parser = _reader.Parser(zero_based, first_line)
+        pending = 0                           # bytes consumed since the last yielded block
+        while True:
+            if stop is not None and pos >= stop:
+                break
+            reader.fill()
+            limit = None if stop is None else stop - pos
+            consumed, done, err = parser.parse(memoryview(reader.buf)[: reader.n], reader.eof, limit)
+            if err:
+                line = parser.err_line
+                raise DataError(path, int(line), parser.error_reason(memoryview(reader.buf)[: reader.n]))
+            reader.drop(consumed)
+            pos += consumed
+            pending += consumed
+            if consumed and progress is not None:
+                progress(consumed)
+            if not whole and parser.n_rows:
+                yield _block(parser.take(), pending)
+                pending = 0
+            if done or (reader.eof and reader.n == 0):
+                break
+            if consumed == 0:
+                if reader.eof:                # cannot happen: a final buffer is parsed to its end
+                    break
+                reader.grow()                 # one line longer than the buffer
+        if whole or parser.n_rows:
+            yield _block(parser.take(), pending)
+
+
+def _block(parts, nbytes: int) -> Block:
+    indptr, indices, data, target, qid, cost, line, n_features = parts
+    return Block(indptr, indices, data, target, qid, cost, line, n_features, nbytes)

@@ -1,0 +1,762 @@
+"""The model: a dataclass and its plain-text reader/writer (ours, version 1, and LIBLINEAR's).
+
+Our format is self-describing, versioned and line-oriented; one ``key value...`` per line, then the
+weights, then ``end``:
+
+    svmtrain_model 1
+    task binary
+    mode n-slack
+    solver dcd
+    C 1
+    bias none                  (or a float: the value of the appended constant feature)
+    features 123
+    index_base 1
+    labels 1 -1                (binary: decision value > 0 predicts the first)
+    epsilon 0.01
+    dual 11324.17...           (D(alpha): lower bound on the optimum)
+    primal 11325.02...         (P(w): upper bound)
+    relative_gap 7.5e-05
+    examples 32561
+    seed 1
+    epochs 14
+    weights dense 124          (one float per line, row-major; a 2-D shape is spelled 10x124)
+    ...                        or: weights sparse K, then K lines `index:value`, flat 0-based
+    end                        index, strictly increasing; chosen when 2 * nnz < size
+
+Floats are written with ``repr`` (shortest round-trip string), so every value reads back bit for
+bit; NaN and inf are refused on both sides. Reading is strict (unknown, duplicate or missing keys,
+junk after ``end``, a missing final newline -- a truncated file never reads as a model) and never
+executes anything. Every problem is a :class:`ModelError` naming the file, the line and the reason.
+
+The header is table-driven: a key is one entry of ``HEADER_KEYS`` (name, attribute, value kind), and
+a task is one entry of ``_TASKS`` (its label check and weight shape), so later tasks add keys
+(``classes``, ``loss``) and 2-D weights without touching the reader or writer.
+
+LIBLINEAR's format (``save_model`` in linear.cpp, 2.47+) is read and written exactly: binary
+classifiers only for now (``nr_class 2``, one weight per row, ``%.17g `` values).
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass, fields
+from numbers import Integral, Real
+from typing import Callable, Optional
+
+import numpy as np
+
+from .atomic import atomic_output
+
+__all__ = [
+    "Model",
+    "ModelError",
+    "read_model",
+    "parse_model",
+    "write_model",
+    "format_model",
+    "write_liblinear",
+    "format_liblinear",
+    "MAGIC",
+    "VERSION",
+    "MODES",
+    "LIBLINEAR_SOLVERS",
+]
+
+MAGIC = "svmtrain_model"
+VERSION = 1
+#: Modes whose models are a plain weight vector (budgeted kernel models will need their own body).
+MODES = ("n-slack", "1-slack", "online-dual")
+
+
+class ModelError(ValueError):
+    """A model file (or a model about to be written) is invalid.
+
+    str(e) is ``"{path}:{line}: {reason}"``, or ``"{path}: {reason}"`` when no line applies.
+    """
+
+    def __init__(self, path, line: Optional[int], reason: str):
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self):  # picklable, so it can cross process boundaries (Dask workers)
+        return (type(self), (self.path, self.line, self.reason))
+
+
+class _Bad(Exception):
+    """Internal: a reason without a place; turned into a ModelError where the line is known."""
+
+
+@dataclass(eq=False)
+class Model:
+    """A trained linear model plus the certificate it was trained to (dual <= OPT <= primal).
+
+    Fields left None are unknown: models read from LIBLINEAR files carry no C, duality gap or
+    training counters. :func:`write_model` requires them all.
+    Equality is exact: two models are equal when every field is, and ``w`` bit for bit.
+    """
+
+    task: str
+    mode: str
+    C: Optional[float]
+    bias: Optional[float]
+    n_features: int
+    index_base: int
+    labels: list
+    w: np.ndarray
+    epsilon: Optional[float]
+    dual: Optional[float]
+    primal: Optional[float]
+    relative_gap: Optional[float]
+    examples: Optional[int]
+    seed: Optional[int]
+    epochs: Optional[int]
+    solver: str = "dcd"
+    format: str = "svmtrain"
+    liblinear_solver: Optional[str] = None
+
+    def __post_init__(self):
+        self.w = np.asarray(self.w, dtype=np.float64)
+        self.labels = [float(x) for x in self.labels]
+
+    @property
+    def n_weights(self) -> int:
+        """Columns of w: the feature columns plus the bias column when there is one."""
+        return self.n_features + (self.bias is not None)
+
+    def __eq__(self, other):
+        if not isinstance(other, Model):
+            return NotImplemented
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "w":
+                if a.shape != b.shape or not np.array_equal(_bits(a), _bits(b)):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalar syntax, shared by both formats
+
+_FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INT_RE = re.compile(r"[+-]?\d+")
+_NAME_RE = re.compile(r"[A-Za-z0-9_.+-]+")
+_NONFINITE = {"nan", "inf", "infinity"}
+
+
+def _parse_float(tok: str) -> float:
+    if _FLOAT_RE.fullmatch(tok):
+        x = float(tok)
+        if math.isfinite(x):
+            return x
+        raise _Bad(f"value {tok} overflows a double")
+    if tok.lower().lstrip("+-") in _NONFINITE:
+        raise _Bad(f"non-finite value {tok!r} (NaN and inf never appear in a valid model)")
+    raise _Bad(f"not a number: {tok!r}")
+
+
+def _parse_int(tok: str) -> int:
+    if not _INT_RE.fullmatch(tok):
+        raise _Bad(f"not an integer: {tok!r}")
+    if len(tok.lstrip("+-")) > 18:
+        raise _Bad(f"integer out of range: {tok[:40]}")
+    return int(tok)
+
+
+def _single(tokens: list) -> str:
+    if len(tokens) != 1:
+        raise _Bad(f"expected 1 value, found {len(tokens)}")
+    return tokens[0]
+
+
+def _fmt_float(x) -> str:
+    return repr(float(x))
+
+
+def _fmt_label(x) -> str:
+    """Integral labels as integers (`1 -1`), others (and -0.0) exactly, with repr."""
+    x = float(x)
+    negative_zero = x == 0 and math.copysign(1.0, x) < 0
+    if x.is_integer() and abs(x) < 2.0**53 and not negative_zero:
+        return str(int(x))
+    return repr(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value kinds: how one header value is read from tokens, checked, and written.
+# read() does syntax then check(); the writer calls check() then fmt(). check() returns the value
+# normalised (float / int / str) or raises _Bad with the reason.
+
+
+@dataclass(frozen=True)
+class _Kind:
+    read: Callable[[list], object]
+    check: Callable[[object], object]
+    fmt: Callable[[object], str]
+
+
+def _real_kind(lo: Optional[float] = None, strict: bool = False) -> _Kind:
+    def check(x):
+        if isinstance(x, bool) or not isinstance(x, Real):
+            raise _Bad(f"not a number: {x!r}")
+        x = float(x)
+        if not math.isfinite(x):
+            raise _Bad(f"non-finite value {x!r} (NaN and inf never appear in a valid model)")
+        if lo is not None and (x <= lo if strict else x < lo):
+            raise _Bad(f"{x!r} must be {'>' if strict else '>='} {lo:g}")
+        return x
+
+    return _Kind(lambda t: check(_parse_float(_single(t))), check, _fmt_float)
+
+
+def _int_kind(lo: Optional[int] = None, choices: Optional[tuple] = None) -> _Kind:
+    def check(x):
+        if isinstance(x, bool) or not isinstance(x, Integral):
+            raise _Bad(f"not an integer: {x!r}")
+        x = int(x)
+        if lo is not None and x < lo:
+            raise _Bad(f"{x} must be >= {lo}")
+        if choices is not None and x not in choices:
+            raise _Bad(f"{x} must be one of {', '.join(map(str, choices))}")
+        return x
+
+    return _Kind(lambda t: check(_parse_int(_single(t))), check, lambda x: str(int(x)))
+
+
+def _word_kind(choices: Callable[[], tuple], what: str) -> _Kind:
+    def check(x):
+        known = choices()
+        if not isinstance(x, str) or x not in known:
+            raise _Bad(f"unknown {what} {x!r} (known: {', '.join(known)})")
+        return x
+
+    return _Kind(lambda t: check(_single(t)), check, str)
+
+
+def _check_name(x):
+    if not isinstance(x, str) or not _NAME_RE.fullmatch(x):
+        raise _Bad(f"not a name (letters, digits, '_.+-'): {x!r}")
+    return x
+
+
+def _read_bias(tokens):
+    tok = _single(tokens)
+    return None if tok == "none" else _check_bias(_parse_float(tok))
+
+
+def _check_bias(x):
+    return None if x is None else _real_kind().check(x)
+
+
+def _read_labels(tokens):
+    if not tokens:
+        raise _Bad("expected at least 1 value, found 0")
+    return _check_labels([_parse_float(t) for t in tokens])
+
+
+def _check_labels(xs):
+    if isinstance(xs, (str, bytes)) or not hasattr(xs, "__iter__"):
+        raise _Bad(f"not a list of labels: {xs!r}")
+    xs = [_real_kind().check(x) for x in xs]
+    if len(set(xs)) != len(xs):
+        raise _Bad(f"repeated label in {' '.join(map(_fmt_label, xs))}")
+    return xs
+
+
+_REAL = _real_kind()
+_COUNT = _int_kind(lo=0)
+_BIAS = _Kind(_read_bias, _check_bias, lambda x: "none" if x is None else _fmt_float(x))
+_LABELS = _Kind(_read_labels, _check_labels, lambda xs: " ".join(map(_fmt_label, xs)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks: what each one requires of the labels and the shape of w. One entry per task.
+
+
+def _binary_labels(labels):
+    if len(labels) != 2:
+        raise _Bad(f"a binary model has 2 labels, found {len(labels)}")
+
+
+def _vector_shape(values) -> tuple:
+    return (values["n_features"] + (values["bias"] is not None),)
+
+
+@dataclass(frozen=True)
+class _Task:
+    check_labels: Callable[[list], None]
+    weight_shape: Callable[[dict], tuple]  # from the header's values (attribute names)
+
+
+_TASKS = {"binary": _Task(_binary_labels, _vector_shape)}
+
+
+# ---------------------------------------------------------------------------------------------
+# The header: keys in the order they are written. To add a key, add a line here (and a Model field).
+
+
+@dataclass(frozen=True)
+class _Key:
+    name: str  # as spelled in the file
+    attr: str  # Model attribute
+    kind: _Kind
+
+
+HEADER_KEYS = (
+    _Key("task", "task", _word_kind(lambda: tuple(_TASKS), "task")),
+    _Key("mode", "mode", _word_kind(lambda: MODES, "mode")),
+    _Key("solver", "solver", _Kind(lambda t: _check_name(_single(t)), _check_name, str)),
+    _Key("C", "C", _real_kind(lo=0.0, strict=True)),
+    _Key("bias", "bias", _BIAS),
+    _Key("features", "n_features", _COUNT),
+    _Key("index_base", "index_base", _int_kind(choices=(0, 1))),
+    _Key("labels", "labels", _LABELS),
+    _Key("epsilon", "epsilon", _real_kind(lo=0.0)),
+    _Key("dual", "dual", _REAL),
+    _Key("primal", "primal", _REAL),
+    _Key("relative_gap", "relative_gap", _REAL),
+    _Key("examples", "examples", _COUNT),
+    _Key("seed", "seed", _int_kind()),
+    _Key("epochs", "epochs", _COUNT),
+)
+_KEYS = {k.name: k for k in HEADER_KEYS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+class _Source:
+    """The lines of one file, for error messages that name the line (1-based)."""
+
+    def __init__(self, text: str, path: str):
+        self.path = path
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+        self.lines = text.split("\n")
+        self.final_newline = self.lines[-1] == ""
+        if self.final_newline:
+            self.lines.pop()
+
+    def error(self, index: int, reason: str) -> ModelError:
+        """index is 0-based; index == len(lines) means end of file."""
+        return ModelError(self.path, index + 1, reason)
+
+    def check_end_of_file(self, index: int, after: str) -> None:
+        """Nothing may follow line `index - 1`, and the file must end with a newline."""
+        if index < len(self.lines):
+            raise self.error(index, f"unexpected content after {after}: {self.lines[index][:40]!r}")
+        if not self.final_newline:
+            raise self.error(index - 1, "missing newline at end of file (truncated?)")
+
+
+def _read_floats(src: _Source, start: int, n: int, what: str) -> np.ndarray:
+    """Lines start .. start+n-1, one float each (surrounding blanks allowed). Caller checked n."""
+    block = src.lines[start : start + n]
+    try:  # fast path: numpy parses; strictness (finite, no '_' digit groups) checked after
+        values = np.array(block, dtype=np.float64) if block else np.zeros(0)
+        if np.isfinite(values).all() and "_" not in "".join(block):
+            return values
+    except ValueError:
+        pass
+    values = np.empty(n)
+    for k, line in enumerate(block):
+        try:
+            values[k] = _parse_float(_single(line.split()))
+        except _Bad as e:
+            raise src.error(start + k, f"{what}: {e}") from None
+    return values
+
+
+def _read_dense(src: _Source, spec: list, at: int, shape: tuple) -> tuple:
+    """`weights dense 124` (or `10x124`): prod(shape) lines, one float each, row-major."""
+    tok = _single(spec)
+    parts = tok.split("x")
+    if not all(_INT_RE.fullmatch(p) and not p.startswith(("+", "-")) for p in parts):
+        raise _Bad(f"bad weight shape {tok!r}")
+    declared = tuple(int(p) for p in parts)
+    if declared != shape:
+        if len(shape) == 1 and len(declared) == 1:
+            raise _Bad(f"weight count {declared[0]} does not match features + bias = {shape[0]}")
+        raise _Bad(f"weight shape {tok} does not match the header's {_fmt_shape(shape)}")
+    n = math.prod(shape)
+    start = at + 1
+    _check_body_length(src, start, n, "weights")
+    return _read_floats(src, start, n, "weight").reshape(shape), start + n
+
+
+_SPARSE_RE = re.compile(r"\s*(\d+):(\S+)\s*")
+
+
+def _read_sparse(src: _Source, spec: list, at: int, shape: tuple) -> tuple:
+    """`weights sparse K`: K lines `index:value`, flat 0-based index into the row-major w."""
+    k = _parse_int(_single(spec))
+    size = math.prod(shape)
+    if not 0 <= k <= size:
+        raise _Bad(f"sparse weight count {k} is not in 0..{size} (features + bias)")
+    start = at + 1
+    _check_body_length(src, start, k, "weights")
+    try:
+        w = np.zeros(size)
+    except MemoryError:
+        raise _Bad(f"{size} weights do not fit in memory") from None
+    previous = -1
+    for j in range(start, start + k):
+        m = _SPARSE_RE.fullmatch(src.lines[j])
+        if not m:
+            raise src.error(j, f"expected 'index:value', found {src.lines[j][:40]!r}")
+        index = int(m.group(1))
+        if index >= size:
+            raise src.error(j, f"weight index {index} out of range 0..{size - 1}")
+        if index <= previous:
+            raise src.error(j, f"weight index {index} not increasing (previous {previous})")
+        try:
+            w[index] = _parse_float(m.group(2))
+        except _Bad as e:
+            raise src.error(j, f"weight: {e}") from None
+        previous = index
+    return w.reshape(shape), start + k
+
+
+def _check_body_length(src: _Source, start: int, n: int, what: str, stop: Optional[str] = "end") -> None:
+    """Truncation: fewer than n lines before the `stop` line or the end of the file."""
+    block = src.lines[start : start + n]
+    found = block.index(stop) if stop in block else len(block)
+    if found < n:
+        raise src.error(start + found, f"truncated: expected {n} {what}, found {found}")
+
+
+_LAYOUTS = {"dense": _read_dense, "sparse": _read_sparse}
+
+
+def _fmt_shape(shape: tuple) -> str:
+    return "x".join(map(str, shape))
+
+
+def _parse_ours(src: _Source) -> Model:
+    tokens = src.lines[0].split()
+    if len(tokens) != 2:
+        raise src.error(0, f"expected '{MAGIC} {VERSION}'")
+    if tokens[1] != str(VERSION):
+        if _INT_RE.fullmatch(tokens[1]):
+            raise src.error(0, f"unsupported model format version {tokens[1]} "
+                               f"(this svmtrain reads version {VERSION})")
+        raise src.error(0, f"bad model format version {tokens[1]!r}")
+
+    values: dict = {}
+    where: dict = {}  # key name -> 0-based line
+    i = 1
+    while True:
+        if i == len(src.lines):
+            missing = [k.name for k in HEADER_KEYS if k.name not in where] + ["weights"]
+            raise src.error(i, f"truncated: missing {', '.join(missing)}")
+        tokens = src.lines[i].split()
+        if not tokens:
+            raise src.error(i, "empty line")
+        name = tokens[0]
+        if name == "weights":
+            break
+        key = _KEYS.get(name)
+        if key is None:
+            raise src.error(i, f"unknown key {name[:40]!r}")
+        if name in where:
+            raise src.error(i, f"duplicate key {name!r} (first on line {where[name] + 1})")
+        try:
+            values[key.attr] = key.kind.read(tokens[1:])
+        except _Bad as e:
+            raise src.error(i, f"{name}: {e}") from None
+        where[name] = i
+        i += 1
+
+    missing = [k.name for k in HEADER_KEYS if k.name not in where]
+    if missing:
+        raise src.error(i, f"missing key{'s' * (len(missing) > 1)} {', '.join(missing)}")
+    task = _TASKS[values["task"]]
+    try:
+        task.check_labels(values["labels"])
+    except _Bad as e:
+        raise src.error(where["labels"], f"labels: {e}") from None
+
+    weights_at = i
+    if len(tokens) < 2 or tokens[1] not in _LAYOUTS:
+        found = tokens[1][:20] if len(tokens) > 1 else "nothing"
+        raise src.error(i, f"weights: expected 'dense N' or 'sparse K', found {found!r}")
+    try:
+        w, i = _LAYOUTS[tokens[1]](src, tokens[2:], weights_at, task.weight_shape(values))
+    except _Bad as e:
+        raise src.error(weights_at, f"weights: {e}") from None
+
+    if i == len(src.lines):
+        raise src.error(i, "truncated: missing 'end'")
+    if src.lines[i].strip() != "end":
+        raise src.error(i, f"expected 'end' after the weights, found {src.lines[i][:40]!r}")
+    src.check_end_of_file(i + 1, "'end'")
+    return Model(w=w, format="svmtrain", liblinear_solver=None, **values)
+
+
+def parse_model(text: str, path: str = "<string>") -> Model:
+    """Parse a model file's text (either format); `path` is only used in error messages."""
+    src = _Source(text, path)
+    if not src.lines or not src.lines[0].strip():
+        raise src.error(0, "empty file, not a model" if not text else "empty first line, not a model")
+    first = src.lines[0].split()[0]
+    if first == MAGIC:
+        return _parse_ours(src)
+    if first == "solver_type":
+        return _parse_liblinear(src)
+    raise src.error(0, f"not a model file: expected '{MAGIC}' or LIBLINEAR's 'solver_type', "
+                       f"found {first[:40]!r}")
+
+
+def read_model(path) -> Model:
+    """Read a model file, ours or LIBLINEAR's (told apart by the first line); `-` is stdin."""
+    if path == "-":
+        name, data = "<stdin>", sys.stdin.buffer.read()
+    else:
+        name = str(path)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ModelError(name, None, f"cannot read model: {e.strerror or e}") from e
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ModelError(name, line, "not a text file (invalid UTF-8), not a model") from None
+    return parse_model(text, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _checked_weights(model: Model, shape: tuple) -> np.ndarray:
+    w = np.asarray(model.w)
+    if w.dtype.kind not in "fiu":
+        raise _Bad(f"w has dtype {w.dtype}, not a number type")
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.shape != shape:
+        raise _Bad(f"w has shape {_fmt_shape(w.shape) or '()'}, expected {_fmt_shape(shape)} "
+                   f"(features + bias)")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        j = np.unravel_index(bad[0], shape)
+        j = j[0] if len(j) == 1 else j
+        raise _Bad(f"w[{j}] is {float(w.flat[bad[0]])!r}: refusing to write a non-finite weight")
+    return w
+
+
+def format_model(model: Model, path: str = "<model>") -> str:
+    """The text of `model` in our format (version 1). Raises ModelError naming `path` if invalid."""
+    lines = [f"{MAGIC} {VERSION}"]
+    values = {}
+    try:
+        for key in HEADER_KEYS:
+            value = getattr(model, key.attr)
+            if value is None and key.name != "bias":
+                raise _Bad(f"{key.name} is unknown (None); the svmtrain format records it"
+                           + (f" (this model was read from a {model.format} file)"
+                              if model.format != "svmtrain" else ""))
+            try:
+                values[key.attr] = value = key.kind.check(value)
+            except _Bad as e:
+                raise _Bad(f"{key.name}: {e}") from None
+            lines.append(f"{key.name} {key.kind.fmt(value)}")
+        task = _TASKS[values["task"]]
+        try:
+            task.check_labels(values["labels"])
+        except _Bad as e:
+            raise _Bad(f"labels: {e}") from None
+        w = _checked_weights(model, task.weight_shape(values))
+    except _Bad as e:
+        raise ModelError(path, None, f"cannot write model: {e}") from None
+
+    flat = w.ravel()
+    nonzero = np.flatnonzero(flat.view(np.int64))  # bit pattern, so -0.0 is kept
+    if 2 * nonzero.size < flat.size:
+        lines.append(f"weights sparse {nonzero.size}")
+        lines.extend(f"{j}:{x!r}" for j, x in zip(nonzero.tolist(), flat[nonzero].tolist()))
+    else:
+        lines.append(f"weights dense {_fmt_shape(w.shape)}")
+        lines.extend(map(repr, flat.tolist()))
+    lines.append("end")
+    return "\n".join(lines) + "\n"
+
+
+def write_model(model: Model, path, *, force: bool = True) -> None:
+    """Write `model` in our format, atomically (`-` = stdout); validates before touching `path`."""
+    text = format_model(model, str(path))
+    with atomic_output(path, "w", force=force) as f:
+        f.write(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# LIBLINEAR (linear.cpp save_model / load_model)
+
+#: solver_type names in LIBLINEAR's table order (indices 8-10 are unused there).
+LIBLINEAR_SOLVERS = (
+    "L2R_LR", "L2R_L2LOSS_SVC_DUAL", "L2R_L2LOSS_SVC", "L2R_L1LOSS_SVC_DUAL", "MCSVM_CS",
+    "L1R_L2LOSS_SVC", "L1R_LR", "L2R_LR_DUAL", "L2R_L2LOSS_SVR", "L2R_L2LOSS_SVR_DUAL",
+    "L2R_L1LOSS_SVR_DUAL", "ONECLASS_SVM",
+)
+_LIBLINEAR_BINARY = frozenset(
+    ("L2R_LR", "L2R_L2LOSS_SVC_DUAL", "L2R_L2LOSS_SVC", "L2R_L1LOSS_SVC_DUAL",
+     "L1R_L2LOSS_SVC", "L1R_LR", "L2R_LR_DUAL")
+)
+_LIBLINEAR_UNSUPPORTED = {
+    "MCSVM_CS": "multiclass (Crammer-Singer)",
+    "L2R_L2LOSS_SVR": "regression",
+    "L2R_L2LOSS_SVR_DUAL": "regression",
+    "L2R_L1LOSS_SVR_DUAL": "regression",
+    "ONECLASS_SVM": "one-class",
+}
+_LIBLINEAR_DEFAULT_SOLVER = "L2R_L1LOSS_SVC_DUAL"  # the problem our n-slack binary mode solves
+_INT32 = 2**31 - 1
+
+
+def _ll_solver(tokens):
+    name = _single(tokens)
+    if name in _LIBLINEAR_BINARY:
+        return name
+    if name in _LIBLINEAR_UNSUPPORTED:
+        raise _Bad(f"{name}: LIBLINEAR {_LIBLINEAR_UNSUPPORTED[name]} models are not supported "
+                   f"(binary classifiers only)")
+    raise _Bad(f"unknown LIBLINEAR solver {name[:40]!r}")
+
+
+def _ll_nr_class(tokens):
+    n = _parse_int(_single(tokens))
+    if n != 2:
+        raise _Bad(f"{n} classes: only binary (nr_class 2) LIBLINEAR models are supported")
+    return n
+
+
+def _ll_labels(tokens):
+    labels = [_parse_int(t) for t in tokens]
+    if len(labels) != 2:
+        raise _Bad(f"a binary model has 2 labels, found {len(labels)}")
+    return _check_labels(labels)
+
+
+def _ll_bias(tokens):
+    b = _parse_float(_single(tokens))
+    return None if b < 0 else b  # LIBLINEAR: bias < 0 means no bias feature
+
+
+def _ll_rho(tokens):
+    raise _Bad("only one-class LIBLINEAR models have rho; they are not supported")
+
+
+_LIBLINEAR_KEYS = {  # key -> reader; load_model accepts them in any order, until `w`
+    "solver_type": _ll_solver,
+    "nr_class": _ll_nr_class,
+    "label": _ll_labels,
+    "nr_feature": lambda t: _COUNT.read(t),
+    "bias": _ll_bias,
+    "rho": _ll_rho,
+}
+_LIBLINEAR_REQUIRED = ("solver_type", "nr_class", "label", "nr_feature", "bias")
+
+
+def _parse_liblinear(src: _Source) -> Model:
+    values: dict = {}
+    where: dict = {}
+    i = 0
+    while True:
+        if i == len(src.lines):
+            missing = [k for k in _LIBLINEAR_REQUIRED if k not in where] + ["w"]
+            raise src.error(i, f"truncated: missing {', '.join(missing)}")
+        tokens = src.lines[i].split()
+        if not tokens:
+            raise src.error(i, "empty line")
+        name = tokens[0]
+        if name == "w":
+            if len(tokens) != 1:
+                raise src.error(i, "expected 'w' alone on its line")
+            break
+        reader = _LIBLINEAR_KEYS.get(name)
+        if reader is None:
+            raise src.error(i, f"unknown LIBLINEAR key {name[:40]!r}")
+        if name in where:
+            raise src.error(i, f"duplicate key {name!r} (first on line {where[name] + 1})")
+        try:
+            values[name] = reader(tokens[1:])
+        except _Bad as e:
+            raise src.error(i, f"{name}: {e}") from None
+        where[name] = i
+        i += 1
+    missing = [k for k in _LIBLINEAR_REQUIRED if k not in where]
+    if missing:
+        raise src.error(i, f"missing key{'s' * (len(missing) > 1)} {', '.join(missing)}")
+
+    rows = values["nr_feature"] + (values["bias"] is not None)
+    start = i + 1
+    _check_body_length(src, start, rows, "weight rows", stop=None)
+    w = _read_floats(src, start, rows, "weight")  # one value per row for binary models
+    src.check_end_of_file(start + rows, f"the {rows} weight rows")
+    return Model(
+        task="binary", mode="n-slack", C=None, bias=values["bias"],
+        n_features=values["nr_feature"], index_base=1, labels=values["label"], w=w,
+        epsilon=None, dual=None, primal=None, relative_gap=None,
+        examples=None, seed=None, epochs=None,
+        solver="liblinear", format="liblinear", liblinear_solver=values["solver_type"],
+    )
+
+
+def format_liblinear(model: Model, path: str = "<model>") -> str:
+    """The text LIBLINEAR's save_model would write for `model` (binary classifiers).
+
+    solver_type is the model's own when it came from LIBLINEAR, else L2R_L1LOSS_SVC_DUAL.
+    """
+    try:
+        if model.task != "binary":
+            raise _Bad(f"task {model.task!r}: only binary models can be written for LIBLINEAR")
+        solver = model.liblinear_solver or _LIBLINEAR_DEFAULT_SOLVER
+        if solver not in _LIBLINEAR_BINARY:
+            raise _Bad(f"solver_type {solver!r} is not a LIBLINEAR binary classifier")
+        if model.index_base != 1:
+            raise _Bad(f"index_base {model.index_base}: LIBLINEAR numbers features from 1")
+        n_features = _COUNT.check(model.n_features)
+        if n_features > _INT32:
+            raise _Bad(f"{n_features} features do not fit LIBLINEAR's int")
+        bias = _check_bias(model.bias)
+        if bias is not None and bias < 0:
+            raise _Bad(f"bias {bias!r} < 0 would mean 'no bias' to LIBLINEAR")
+        labels = _check_labels(model.labels)
+        _binary_labels(labels)
+        for x in labels:
+            if not x.is_integer() or abs(x) > _INT32:
+                raise _Bad(f"label {x!r}: LIBLINEAR model files store labels as integers")
+        w = _checked_weights(model, (n_features + (bias is not None),))
+    except _Bad as e:
+        raise ModelError(path, None, f"cannot write LIBLINEAR model: {e}") from None
+
+    head = [
+        f"solver_type {solver}",
+        "nr_class 2",
+        "label " + " ".join(str(int(x)) for x in labels),
+        f"nr_feature {n_features}",
+        f"bias {format(-1.0 if bias is None else bias, '.17g')}",
+        "w",
+    ]
+    rows = [format(x, ".17g") + " " for x in w.tolist()]
+    return "\n".join(head + rows) + "\n"
+
+
+def write_liblinear(model: Model, path, *, force: bool = True) -> None:
+    """Write `model` as a LIBLINEAR model file, atomically (`-` = stdout)."""
+    text = format_liblinear(model, str(path))
+    with atomic_output(path, "w", force=force) as f:
+        f.write(text)

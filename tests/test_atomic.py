@@ -1,0 +1,123 @@
+"""atomic_output: the target appears whole on success, and nothing changes on failure."""
+import io
+import os
+import stat
+import sys
+
+import pytest
+
+from svmtrain.atomic import atomic_output
+
+
+def umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_success_creates_file_with_open_permissions(tmp_path):
+    path = tmp_path / "out.txt"
+    with atomic_output(path) as f:
+        f.write("hello\n")
+        assert not path.exists()  # nothing visible until the block ends
+        assert [p.name.startswith(".out.txt.tmp-") for p in tmp_path.iterdir()] == [True]
+    assert path.read_text() == "hello\n"
+    assert os.listdir(tmp_path) == ["out.txt"]
+    assert mode_of(path) == 0o666 & ~umask()
+
+
+def test_success_replaces_existing_file_keeping_its_mode(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    os.chmod(path, 0o640)
+    with atomic_output(str(path), "wb") as f:
+        f.write(b"new\x00bytes")
+    assert path.read_bytes() == b"new\x00bytes"
+    assert mode_of(path) == 0o640
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyboardInterrupt(), SystemExit(3)])
+def test_failure_leaves_nothing(tmp_path, exc):
+    path = tmp_path / "out.txt"
+    with pytest.raises(type(exc)):
+        with atomic_output(path) as f:
+            f.write("partial")
+            raise exc
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_failure_keeps_existing_file_untouched(tmp_path, exc):
+    path = tmp_path / "out.txt"
+    path.write_text("precious")
+    before = os.stat(path)
+    with pytest.raises(type(exc)):
+        with atomic_output(path) as f:
+            f.write("partial")
+            raise exc
+    assert path.read_text() == "precious"
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_failed_rename_removes_temp_file(tmp_path):
+    target = tmp_path / "adir"
+    target.mkdir()
+    (target / "inside").write_text("x")
+    with pytest.raises(OSError):
+        with atomic_output(target) as f:
+            f.write("data")
+    assert sorted(os.listdir(tmp_path)) == ["adir"]
+    assert os.listdir(target) == ["inside"]
+
+
+def test_no_force_refuses_existing_file(tmp_path):
+    path = tmp_path / "out.txt"
+    with atomic_output(path, force=False) as f:
+        f.write("first")
+    with pytest.raises(FileExistsError):
+        with atomic_output(path, force=False) as f:
+            f.write("second")
+    assert path.read_text() == "first"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_no_force_refuses_file_that_appears_meanwhile(tmp_path):
+    path = tmp_path / "out.txt"
+    with pytest.raises(FileExistsError):
+        with atomic_output(path, force=False) as f:
+            f.write("mine")
+            path.write_text("theirs")
+    assert path.read_text() == "theirs"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_missing_directory_raises_and_creates_nothing(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        with atomic_output(tmp_path / "no" / "such" / "file"):
+            pass
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_mode():
+    with pytest.raises(ValueError):
+        with atomic_output("x", "a"):
+            pass
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_dash_writes_to_stdout_without_closing_it(monkeypatch, binary):
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", stream)
+    with atomic_output("-", "wb" if binary else "w") as f:
+        f.write(b"bytes\n" if binary else "text\n")
+    assert not stream.closed
+    stream.flush()
+    assert raw.getvalue() == (b"bytes\n" if binary else b"text\n")
