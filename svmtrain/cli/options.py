@@ -1,0 +1,60 @@
+"""Options and error handling shared by the commands (rasterio's rio style: one registry)."""
+
+import contextlib
+import os
+import sys
+
+import click
+
+from svmtrain.data import DataError
+from svmtrain.model import ModelError
+
+
+class InputError(click.ClickException):
+    """Bad input (a data or model file, or an option): message on stderr, exit status 2."""
+
+    exit_code = 2
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn input errors into exit status 2 and Ctrl-C into 130, with one clear line each."""
+    try:
+        yield
+    except (DataError, ModelError) as e:
+        raise InputError(str(e)) from None
+    except OSError as e:   # a file that cannot be read or written: name it, no traceback
+        where = e.filename if e.filename is not None else "I/O"
+        raise InputError(f"{where}: {e.strerror or e}") from None
+    except KeyboardInterrupt:
+        click.echo("svmtrain: interrupted; no output was written", err=True)
+        sys.exit(130)
+
+
+def show_progress(quiet):
+    return not quiet and sys.stderr.isatty()
+
+
+def byte_progress(path, quiet, desc):
+    """A tqdm bar over the bytes read, when stderr is a terminal; else None."""
+    if not show_progress(quiet):
+        return None
+    from tqdm import tqdm
+    total = None
+    if path != "-" and not path.endswith((".gz", ".bz2", ".xz")):
+        with contextlib.suppress(OSError):
+            total = os.path.getsize(path)
+    return tqdm(total=total, unit="B", unit_scale=True, desc=desc, leave=False, file=sys.stderr)
+
+
+def data_path(**kw):
+    """A data file argument: '-' is standard input; existence is checked by the reader so that the
+    message has the same form as every other input error."""
+    return click.argument(kw.pop("name", "data_file"), type=click.Path(dir_okay=False, allow_dash=True), **kw)
+
+
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print the figures as one JSON object on standard output.")
+zero_based_option = click.option("--zero-based", is_flag=True,
+                                 help="Feature indices start at 0 (default: 1, as svmlight and libsvm).")

@@ -1,0 +1,138 @@
+"""svmtrain train: learn a model from a data file and record its certificate."""
+
+import math
+import sys
+import time
+
+import click
+
+from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
+                                  show_progress, user_errors, zero_based_option)
+
+TASKS = ("binary",)
+MODES = ("n-slack",)
+DEFAULT_EPSILON = 1e-3
+
+
+def _positive(name):
+    def check(ctx, param, value):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise click.BadParameter(f"{name} must be a positive number, got {value}")
+        return value
+    return check
+
+
+def _epsilon(ctx, param, value):
+    if not (0 < value < 1):
+        raise click.BadParameter(f"the relative duality gap tolerance must be in (0, 1), got {value}")
+    return value
+
+
+def _bias(ctx, param, value):
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"bias must be finite, got {value}")
+    return None if value is None or value < 0 else value
+
+
+@click.command()
+@data_path(name="train_file")
+@click.argument("model_file", type=click.Path(dir_okay=False, allow_dash=False))
+@click.option("-t", "--task", type=click.Choice(TASKS), default="binary", show_default=True,
+              help="What to learn.")
+@click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
+              help="How to solve it: n-slack is dual coordinate descent with one slack per example.")
+@click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
+              help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
+@click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
+              callback=_epsilon, help="Stop when the relative duality gap (P-D)/P is at most this.")
+@click.option("-B", "--bias", type=float, default=None, callback=_bias,
+              help="Append a constant feature of this value (LIBLINEAR's -B; it is regularized). "
+                   "Negative or absent: no bias feature.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
+              help="Seed of the random order of coordinate steps (recorded in the model).")
+@click.option("--max-epochs", type=click.IntRange(1), default=1000, show_default=True,
+              help="Stop after this many passes even if the gap is not met (with a warning).")
+@click.option("--shrinking/--no-shrinking", default=True, show_default=True,
+              help="Set aside constraints that are not expected to move (LIBLINEAR's shrinking).")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write one line per epoch: epoch, seconds, dual, primal, gap, relative gap.")
+@click.option("--format", "model_format", type=click.Choice(("svmtrain", "liblinear")),
+              default="svmtrain", show_default=True,
+              help="Model file format; liblinear writes what LIBLINEAR's train would.")
+@zero_based_option
+@quiet_option
+def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, shrinking,
+          trace_file, model_format, zero_based, quiet):
+    """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
+
+    The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
+    bound); `svmtrain verify-bound` re-checks P with one pass over the data.
+    """
+    with user_errors():
+        _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, shrinking,
+               trace_file, model_format, zero_based, quiet)
+
+
+def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_epochs, shrinking,
+           trace_file, model_format, zero_based, quiet):
+    from svmtrain import data
+    from svmtrain.model import Model, write_liblinear, write_model
+    from svmtrain.solvers import SOLVERS
+    from svmtrain.tasks import task_class
+
+    if model_format == "liblinear" and zero_based:
+        raise InputError("--format liblinear cannot record zero-based feature indices")
+    started = time.perf_counter()
+    bar = byte_progress(train_file, quiet, "reading")
+    try:
+        block = data.load(train_file, zero_based=zero_based,
+                          progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    task = task_class(task_name).from_training_data(block, train_file)
+
+    trace = open(trace_file, "w") if trace_file else None   # opened only once the data is good
+    epoch_bar = None
+    if show_progress(quiet):
+        from tqdm import tqdm
+        epoch_bar = tqdm(total=max_epochs, unit="epoch", desc="training", leave=False, file=sys.stderr)
+    if trace:
+        trace.write("# epoch seconds dual primal gap relative_gap exact active\n")
+
+    def on_epoch(r):
+        if trace:
+            trace.write(f"{r.epoch} {r.seconds:.6f} {r.dual!r} {r.primal!r} {r.gap!r} "
+                        f"{r.relative_gap!r} {int(r.exact)} {r.active}\n")
+            trace.flush()
+        if epoch_bar is not None:
+            epoch_bar.update(1)
+            epoch_bar.set_postfix_str(f"gap {r.relative_gap:.2e}")
+
+    try:
+        result = SOLVERS[mode](task, block, train_file, C=C, bias=bias, epsilon=epsilon,
+                               max_epochs=max_epochs, seed=seed, shrinking=shrinking,
+                               on_epoch=on_epoch)
+    finally:
+        if epoch_bar is not None:
+            epoch_bar.close()
+        if trace:
+            trace.close()
+
+    model = Model(task=task_name, mode=mode, C=C, bias=bias, n_features=result.geometry.n_cols,
+                  index_base=0 if zero_based else 1, labels=task.model_labels(), w=result.w,
+                  epsilon=epsilon, dual=result.dual, primal=result.primal,
+                  relative_gap=result.relative_gap, examples=result.examples, seed=seed,
+                  epochs=result.epochs)
+    if model_format == "liblinear":
+        write_liblinear(model, model_file)
+    else:
+        write_model(model, model_file)
+    if not result.converged:
+        click.echo(f"svmtrain: warning: relative gap {result.relative_gap:.3g} is above epsilon "
+                   f"{epsilon:g} after {result.epochs} epochs (--max-epochs)", err=True)
+    if not quiet:
+        click.echo(f"svmtrain: {task_name} {mode}, {result.examples} examples, "
+                   f"{result.geometry.n_cols} features: {result.epochs} epochs, "
+                   f"{time.perf_counter() - started:.3g} s, primal {result.primal:.10g}, "
+                   f"dual {result.dual:.10g}, relative gap {result.relative_gap:.3g}", err=True)

@@ -1,0 +1,76 @@
+"""svmtrain verify-bound: certify a model with one streaming pass over its training data."""
+
+import json
+import math
+import sys
+
+import click
+
+from svmtrain.cli.options import InputError, byte_progress, data_path, json_option, quiet_option, user_errors
+
+
+@click.command("verify-bound")
+@click.argument("model_file", type=click.Path(dir_okay=False, allow_dash=False))
+@data_path(name="data_file")
+@click.option("--tol", type=float, default=None,
+              help="Largest acceptable relative gap (P-D)/P (default: the model's epsilon).")
+@json_option
+@quiet_option
+def verify_bound(model_file, data_file, tol, as_json, quiet):
+    """Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the
+    model's dual D, a lower bound on the optimum: OPT lies in [D, P].
+
+    Exit status 0 when (P-D)/P is within the tolerance, 1 when it is not, 2 on bad input.
+    """
+    if tol is not None and not (tol >= 0 and math.isfinite(tol)):
+        raise click.BadParameter(f"must be a non-negative number, got {tol}", param_hint="--tol")
+    with user_errors():
+        ok = _verify(model_file, data_file, tol, as_json, quiet)
+    sys.exit(0 if ok else 1)
+
+
+def _verify(model_file, data_file, tol, as_json, quiet):
+    from svmtrain import data, objective
+    from svmtrain.engine import relative_gap
+    from svmtrain.model import read_model
+    from svmtrain.tasks import task_class
+    from svmtrain.tasks.base import Geometry
+
+    model = read_model(model_file)
+    if model.dual is None or model.C is None:
+        raise InputError(f"{model_file}: a {model.format} model records no dual value or C; "
+                         "verify-bound needs a model written by svmtrain")
+    if tol is None:
+        tol = model.epsilon
+    task = task_class(model.task).from_model(model)
+    acc = objective.PrimalAccumulator(task, model.w, Geometry(model.n_features, model.bias),
+                                      model.C, data_file)
+    bar = byte_progress(data_file, quiet, "verifying")
+    try:
+        for block in data.iter_blocks(data_file, zero_based=model.index_base == 0,
+                                      progress=bar.update if bar is not None else None):
+            acc.add(block)
+    finally:
+        if bar is not None:
+            bar.close()
+    P = acc.value()
+    D = model.dual
+    rel = relative_gap(P.primal, D)
+    ok = rel <= tol
+    if model.examples is not None and P.examples != model.examples and not quiet:
+        click.echo(f"svmtrain: warning: {data_file} has {P.examples} examples, the model was trained "
+                   f"on {model.examples}: the dual bound is for the training data", err=True)
+    if as_json:
+        click.echo(json.dumps({"primal": P.primal, "dual": D, "gap": P.primal - D,
+                               "relative_gap": rel, "examples": P.examples, "tolerance": tol,
+                               "certified": ok}))
+    else:
+        click.echo(f"primal       {P.primal!r}\n"
+                   f"dual         {D!r}\n"
+                   f"gap          {P.primal - D!r}\n"
+                   f"relative_gap {rel!r}\n"
+                   f"examples     {P.examples}\n"
+                   f"tolerance    {tol!r}\n"
+                   f"{'certified' if ok else 'NOT certified'}: the optimum lies in [dual, primal]"
+                   f"{'' if ok else ' but the gap is above the tolerance'}")
+    return ok
