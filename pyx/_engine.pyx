@@ -24,6 +24,12 @@ Shrinking follows LIBLINEAR (Hsieh et al. 2008, sec. 3.2): a constraint at a = 0
 below -M, M being the largest violation seen in the previous epoch, leaves the active set; so does a
 one-constraint group at its bound whose gradient is above M. The caller decides when to stop, on the
 duality gap: `exact_bounds` evaluates P over every constraint, shrunk or not, with the current w.
+
+Speed (binary problems must cost what LIBLINEAR's -s 3 costs): a visit touches one cache line of
+constraint state and then its row. The constraint holds its row's CSR slice and its group's C, so a
+visit needs no indptr and, when every group has one constraint (`singles`), no group look-up either:
+LIBLINEAR's own dependency chain (index -> row -> w). Nothing per epoch is O(n): the active count and
+the terms of `approximate_bounds` are kept up to date by the steps themselves.
 """
 
 import numpy as np
@@ -31,28 +37,40 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
+from posix.stdlib cimport posix_memalign
 
 from _sparse cimport rand_below, row_axpy, row_dot, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
 
-# One cache line per constraint and per group: the epoch visits them in random order, and scattered
-# parallel arrays would cost a cache miss per field.
+# Exactly one cache line (64 bytes, allocated aligned) per constraint: the epoch visits constraints in
+# random order, and each further array or indirection on the way to the row is one more cache miss in
+# a chain of dependent loads (the old layout, row -> indptr and group -> constraint, was 2x slower).
 cdef struct Constraint:
-    int64_t row          # its base row in the CSR store
-    int64_t id           # its position in the caller's arrays
+    int64_t start        # its row's slice of the CSR store, indices[start:end] and data[start:end]
+    int64_t end
     double scale         # x_c = scale * X[row]
     double margin        # l_c
     double q             # ||x_c||^2
     double alpha
+    double C             # its group's C_g, read here by the one-constraint step
+    int64_t id           # its position in the caller's arrays
 
 cdef struct Group:
     int64_t start        # its constraints are cons[start : start + size], the active ones first
     int64_t size
-    int64_t active
+    int64_t active       # kept for groups of several constraints only
     double C
-    double last_loss     # C_g max(0, max_c g_c) at its last visit: Ramanan's eq. 23 estimate
+
+# What one epoch tallies as it goes (a local of the epoch, so that it lives in registers).
+cdef struct Tally:
+    int64_t steps        # coordinates that moved
+    int64_t shrunk       # constraints that left the active set
+    double violation     # the largest projected gradient
+    double v_dec         # the largest wish to decrease / increase a coordinate (next epoch's M_dec, M_inc)
+    double v_inc
+    double loss          # sum over the groups that stay active of C_g max(0, max_c g_c) (eq. 23 terms)
 
 
 cdef inline double clip(double x, double lo, double hi) noexcept nogil:
@@ -82,6 +100,8 @@ cdef class DualCD:
     cdef int64_t n_groups
     cdef int64_t* groups          # the active groups are groups[:n_active]
     cdef int64_t n_active
+    cdef int64_t n_active_cons    # constraints in the active set
+    cdef bint singles             # every group has one constraint: group g is constraint cons[g]
     cdef double[::1] w_
     cdef double* w
     cdef int64_t n_w              # n_cols (+1 with the bias feature); w_ has room for at least one
@@ -91,9 +111,15 @@ cdef class DualCD:
     # one-constraint group at its bound with a gradient above M_inc, is not expected to move.
     cdef double M_dec
     cdef double M_inc
-    cdef double v_dec             # the current epoch's figures
-    cdef double v_inc
     cdef bint shrinking
+    # Ramanan's eq. 23 estimate, kept current by the steps so that approximate_bounds() is O(1):
+    # est_loss sums the groups' C_g max(0, max_c g_c) at their last visit (shrunk_loss those of the
+    # groups shrunk since the last unshrink); est_ww = ||w||^2 and est_la = sum_c l_c a_c are updated
+    # with each step and made exact again by recompute_w() and exact_bounds().
+    cdef double est_loss
+    cdef double shrunk_loss
+    cdef double est_ww
+    cdef double est_la
 
     def __cinit__(self):
         self.cons = NULL
@@ -170,30 +196,37 @@ cdef class DualCD:
         order = np.argsort(group, kind="stable").astype(np.int64)
         self.n_cons = n
         self.n_groups = n_groups
-        self.cons = <Constraint*> malloc(max(n, 1) * sizeof(Constraint))
+        self.singles = n == n_groups and bool(np.all(gsize == 1))
+        cdef void* mem = NULL
+        if posix_memalign(&mem, 64, max(n, 1) * sizeof(Constraint)) == 0:
+            self.cons = <Constraint*> mem
         self.grp = <Group*> malloc(max(n_groups, 1) * sizeof(Group))
         self.groups = <int64_t*> malloc(max(n_groups, 1) * sizeof(int64_t))
         if self.cons == NULL or self.grp == NULL or self.groups == NULL:
             raise MemoryError("cannot allocate the constraint cache")
         cdef int64_t[::1] order_v = order, row_v = row, gsize_v = gsize, gstart_v = gstart
+        cdef int64_t[::1] group_v = group
         cdef double[::1] scale_v = scale, margin_v = margin, alpha_v = alpha, C_v = C_group
         cdef int64_t k, c, g, n_c = n, n_g = n_groups
         with nogil:
             for k in range(n_c):
                 c = order_v[k]
-                self.cons[k].row = row_v[c]
+                self.cons[k].start = self.indptr[row_v[c]]
+                self.cons[k].end = self.indptr[row_v[c] + 1]
                 self.cons[k].id = c
                 self.cons[k].scale = scale_v[c]
                 self.cons[k].margin = margin_v[c]
                 self.cons[k].alpha = alpha_v[c]
+                self.cons[k].C = C_v[group_v[c]]
                 self.cons[k].q = scale_v[c] * scale_v[c] * row_sqnorm(
-                    self.data, self.indptr[row_v[c]], self.indptr[row_v[c] + 1], self.bias, self.bias_col)
+                    self.data, self.cons[k].start, self.cons[k].end, self.bias, self.bias_col)
             for g in range(n_g):
                 self.grp[g].start = gstart_v[g]
                 self.grp[g].size = gsize_v[g]
                 self.grp[g].active = gsize_v[g]
                 self.grp[g].C = C_v[g]
-                self.grp[g].last_loss = 0.0
+        self.est_loss = 0.0
+        self.shrunk_loss = 0.0
         self.unshrink()
         self.recompute_w()
 
@@ -208,27 +241,28 @@ cdef class DualCD:
             for k in range(self.n_cons):
                 if self.cons[k].alpha != 0.0:
                     self._axpy(k, self.cons[k].alpha)
+            self._norm_and_margin_sum(&self.est_ww, &self.est_la)
 
     cdef inline double _gradient(self, int64_t k) noexcept nogil:
         """g_c = l_c - w.x_c"""
-        cdef int64_t r = self.cons[k].row
-        return self.cons[k].margin - self.cons[k].scale * row_dot(
-            self.w, self.indices, self.data, self.indptr[r], self.indptr[r + 1], self.bias, self.bias_col)
+        cdef Constraint* c = &self.cons[k]
+        return c.margin - c.scale * row_dot(self.w, self.indices, self.data, c.start, c.end,
+                                            self.bias, self.bias_col)
 
     cdef inline void _axpy(self, int64_t k, double d) noexcept nogil:
         """w += d x_c"""
-        cdef int64_t r = self.cons[k].row
-        row_axpy(d * self.cons[k].scale, self.indices, self.data, self.indptr[r], self.indptr[r + 1],
-                 self.bias, self.bias_col, self.w)
+        cdef Constraint* c = &self.cons[k]
+        row_axpy(d * c.scale, self.indices, self.data, c.start, c.end, self.bias, self.bias_col, self.w)
 
     cdef inline double _cross(self, int64_t j, int64_t k) noexcept nogil:
         """x_j . x_k"""
-        cdef int64_t rj = self.cons[j].row, rk = self.cons[k].row
-        cdef double s = self.cons[j].scale * self.cons[k].scale
-        if rj == rk:
-            return s * row_sqnorm(self.data, self.indptr[rj], self.indptr[rj + 1], self.bias, self.bias_col)
-        return s * row_row_dot(self.indices, self.data, self.indptr[rj], self.indptr[rj + 1],
-                               self.indptr[rk], self.indptr[rk + 1], self.bias, self.bias_col)
+        cdef Constraint* cj = &self.cons[j]
+        cdef Constraint* ck = &self.cons[k]
+        cdef double s = cj.scale * ck.scale
+        if cj.start == ck.start and cj.end == ck.end:   # the same row
+            return s * row_sqnorm(self.data, cj.start, cj.end, self.bias, self.bias_col)
+        return s * row_row_dot(self.indices, self.data, cj.start, cj.end, ck.start, ck.end,
+                               self.bias, self.bias_col)
 
     # -- one epoch -----------------------------------------------------------------------------
 
@@ -239,19 +273,21 @@ cdef class DualCD:
         largest violation of the optimality conditions seen (projected gradient), and the size of
         the active set after shrinking.
         """
-        cdef int64_t steps = 0
-        cdef double violation = 0.0
+        cdef Tally t
         with nogil:
-            self._epoch(&steps, &violation)
-        return steps, violation, self.n_active_constraints()
+            self._epoch(&t)
+        return t.steps, t.violation, self.n_active_cons
 
-    cdef void _epoch(self, int64_t* steps_out, double* violation_out) noexcept nogil:
+    cdef void _epoch(self, Tally* out) noexcept nogil:
         cdef int64_t i, j, s, g, tmp
-        cdef double violation = 0.0
-        cdef int64_t steps = 0
         cdef double v
-        self.v_dec = 0.0
-        self.v_inc = 0.0
+        cdef Tally t
+        t.steps = 0
+        t.shrunk = 0
+        t.violation = 0.0
+        t.v_dec = 0.0
+        t.v_inc = 0.0
+        t.loss = 0.0
         # Fisher-Yates on the active groups, from the engine's own generator.
         for i in range(self.n_active - 1, 0, -1):
             j = rand_below(&self.rng, i + 1)
@@ -261,83 +297,94 @@ cdef class DualCD:
         s = 0
         while s < self.n_active:
             g = self.groups[s]
-            if self.grp[g].size == 1:
-                v = self._visit_single(g, &steps)
+            if self.singles:                 # LIBLINEAR's case: no group look-up
+                v = self._visit_single(g, &t)
+            elif self.grp[g].size == 1:
+                v = self._visit_single(self.grp[g].start, &t)
             else:
-                v = self._visit_group(g, &steps)
+                v = self._visit_group(g, &t)
             if v < 0.0:
                 # the group left the active set: the last active group takes its place
                 self.n_active -= 1
                 self.groups[s] = self.groups[self.n_active]
                 self.groups[self.n_active] = g
                 continue
-            if v > violation:
-                violation = v
+            if v > t.violation:
+                t.violation = v
             s += 1
-        self.M_dec = self.v_dec if self.v_dec > 0.0 else INFINITY
-        self.M_inc = self.v_inc if self.v_inc > 0.0 else INFINITY
-        steps_out[0] = steps
-        violation_out[0] = violation
+        self.M_dec = t.v_dec if t.v_dec > 0.0 else INFINITY
+        self.M_inc = t.v_inc if t.v_inc > 0.0 else INFINITY
+        self.n_active_cons -= t.shrunk
+        self.est_loss = t.loss
+        out[0] = t
 
-    cdef double _visit_single(self, int64_t g, int64_t* steps) noexcept nogil:
+    cdef inline double _visit_single(self, int64_t k, Tally* t) noexcept nogil:
         """LIBLINEAR's step for a group of one constraint; returns its violation, or -1 if shrunk."""
-        cdef int64_t k = self.grp[g].start
         cdef Constraint* c = &self.cons[k]
-        cdef double Cg = self.grp[g].C
+        cdef double Cg = c.C
         cdef double a = c.alpha
-        cdef double G = self._gradient(k)
-        cdef double pg, new_a
-        self.grp[g].last_loss = Cg * G if G > 0.0 else 0.0
+        cdef double wx = c.scale * row_dot(self.w, self.indices, self.data, c.start, c.end,
+                                           self.bias, self.bias_col)
+        cdef double G = c.margin - wx
+        cdef double loss = Cg * G if G > 0.0 else 0.0
+        cdef double pg, new_a, d
         if a <= 0.0:
             if self.shrinking and G < -self.M_dec:
-                self.grp[g].active = 0
+                t.shrunk += 1
+                self.shrunk_loss += loss
                 return -1.0
             pg = G if G > 0.0 else 0.0
         elif a >= Cg:
             if self.shrinking and G > self.M_inc:
-                self.grp[g].active = 0
+                t.shrunk += 1
+                self.shrunk_loss += loss
                 return -1.0
             pg = G if G < 0.0 else 0.0
         else:
             pg = G
-        if pg > self.v_inc:
-            self.v_inc = pg
-        elif -pg > self.v_dec:
-            self.v_dec = -pg
+        t.loss += loss
+        if pg > t.v_inc:
+            t.v_inc = pg
+        elif -pg > t.v_dec:
+            t.v_dec = -pg
         if pg != 0.0:
             if c.q > 0.0:
                 new_a = clip(a + G / c.q, 0.0, Cg)
             else:  # x_c = 0: the dual is linear in a_c, go to the bound the gradient points at
                 new_a = Cg if G > 0.0 else 0.0
             if new_a != a:
-                self._axpy(k, new_a - a)
+                d = new_a - a
+                row_axpy(d * c.scale, self.indices, self.data, c.start, c.end, self.bias,
+                         self.bias_col, self.w)
                 c.alpha = new_a          # exactly on the bound when clipped: no rounding drift
-                steps[0] += 1
+                t.steps += 1
+                self.est_ww += d * (2.0 * wx + d * c.q)      # ||w + d x_c||^2
+                self.est_la += d * c.margin
         return fabs(pg)
 
-    cdef double _visit_group(self, int64_t g, int64_t* steps) noexcept nogil:
+    cdef double _visit_group(self, int64_t g, Tally* t) noexcept nogil:
         """Single and pair steps over a group's active constraints; returns the group's violation,
         or -1 when all its constraints were shrunk."""
         cdef Group* gr = &self.grp[g]
         cdef int64_t base = gr.start
         cdef double Cg = gr.C
         cdef double Ag = 0.0, G, Gk, Gbest, a, d, q, room, v, gmax = -INFINITY, violation = 0.0
-        cdef int64_t t, u, k, best
+        cdef int64_t u, k, best, tt
         cdef int64_t m = gr.active
         cdef Constraint tmp
-        for t in range(base, base + m):
-            Ag += self.cons[t].alpha
-        t = base
-        while t < base + m:
-            a = self.cons[t].alpha
-            G = self._gradient(t)
+        for tt in range(base, base + m):
+            Ag += self.cons[tt].alpha
+        tt = base
+        while tt < base + m:
+            a = self.cons[tt].alpha
+            G = self._gradient(tt)
             if G > gmax:
                 gmax = G
             if a <= 0.0 and self.shrinking and G < -self.M_dec:
                 # shrink: swap it behind the group's active constraints, then visit the one moved in
                 m -= 1
-                tmp = self.cons[t]
-                self.cons[t] = self.cons[base + m]
+                tmp = self.cons[tt]
+                self.cons[tt] = self.cons[base + m]
                 self.cons[base + m] = tmp
                 continue
             room = Cg - Ag
@@ -347,22 +394,24 @@ cdef class DualCD:
                 if v != 0.0:
                     if room < 0.0:
                         room = 0.0
-                    if self.cons[t].q > 0.0:
-                        d = clip(G / self.cons[t].q, -a, room)
+                    if self.cons[tt].q > 0.0:
+                        d = clip(G / self.cons[tt].q, -a, room)
                     else:
                         d = room if G > 0.0 else -a
                     if d != 0.0:
-                        self._axpy(t, d)
-                        self.cons[t].alpha = a + d
+                        self._axpy(tt, d)
+                        self.cons[tt].alpha = a + d
                         Ag += d
-                        steps[0] += 1
+                        t.steps += 1
+                        self.est_ww += d * (2.0 * (self.cons[tt].margin - G) + d * self.cons[tt].q)
+                        self.est_la += d * self.cons[tt].margin
             else:
                 # the group is at its bound and c wants to grow: take mass from the support
                 # constraint with the smallest gradient
                 best = -1
                 Gbest = INFINITY
                 for u in range(base, base + m):
-                    if u != t and self.cons[u].alpha > 0.0:
+                    if u != tt and self.cons[u].alpha > 0.0:
                         Gk = self._gradient(u)
                         if Gk < Gbest:
                             Gbest = Gk
@@ -370,29 +419,35 @@ cdef class DualCD:
                 v = 0.0
                 if best >= 0 and G > Gbest:
                     v = G - Gbest
-                    q = self.cons[t].q + self.cons[best].q - 2.0 * self._cross(t, best)
-                    if q > 1e-12 * (self.cons[t].q + self.cons[best].q):
+                    q = self.cons[tt].q + self.cons[best].q - 2.0 * self._cross(tt, best)
+                    if q > 1e-12 * (self.cons[tt].q + self.cons[best].q):
                         d = clip(v / q, 0.0, self.cons[best].alpha)
                     else:  # x_j == x_k: the dual is linear along the pair direction
                         d = self.cons[best].alpha
                     if d > 0.0:
-                        self._axpy(t, d)
+                        self._axpy(tt, d)
                         self._axpy(best, -d)
-                        self.cons[t].alpha += d
+                        self.cons[tt].alpha += d
                         self.cons[best].alpha -= d   # d <= alpha_k, so this stays >= 0
-                        steps[0] += 1
-            if v > self.v_inc:
-                self.v_inc = v
-            elif -v > self.v_dec:
-                self.v_dec = -v
+                        t.steps += 1
+                        # ||w + d (x_j - x_k)||^2, with w.x_c = l_c - g_c
+                        self.est_ww += d * (2.0 * (self.cons[tt].margin - G - self.cons[best].margin
+                                                   + Gbest) + d * q)
+                        self.est_la += d * (self.cons[tt].margin - self.cons[best].margin)
+            if v > t.v_inc:
+                t.v_inc = v
+            elif -v > t.v_dec:
+                t.v_dec = -v
             v = fabs(v)
             if v > violation:
                 violation = v
-            t += 1
+            tt += 1
+        t.shrunk += gr.active - m
         gr.active = m
-        gr.last_loss = Cg * gmax if gmax > 0.0 else 0.0
         if m == 0:
+            self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
             return -1.0
+        t.loss += Cg * gmax if gmax > 0.0 else 0.0
         return violation
 
     # -- bounds --------------------------------------------------------------------------------
@@ -416,31 +471,27 @@ cdef class DualCD:
                     if G > gmax:
                         gmax = G
                 loss += self.grp[g].C * gmax
-        ww, la = self._norm_and_margin_sum()
-        return 0.5 * ww + loss, -0.5 * ww + la
+            self._norm_and_margin_sum(&self.est_ww, &self.est_la)
+        return 0.5 * self.est_ww + loss, -0.5 * self.est_ww + self.est_la
 
     def approximate_bounds(self):
         """(primal', dual): Ramanan's eq. 23 upper bound from the gradients seen in the last visits.
 
-        Free to compute but not a certificate: w moved while the gradients were taken.
+        Free to compute (O(1): its terms are kept by the steps) but not a certificate: w moved while
+        the gradients were taken, and ||w||^2 and sum_c l_c a_c are updated incrementally.
         """
-        cdef double loss = 0.0
-        cdef int64_t g
-        with nogil:
-            for g in range(self.n_groups):
-                loss += self.grp[g].last_loss
-        ww, la = self._norm_and_margin_sum()
-        return 0.5 * ww + loss, -0.5 * ww + la
+        return (0.5 * self.est_ww + self.est_loss + self.shrunk_loss,
+                -0.5 * self.est_ww + self.est_la)
 
-    cdef tuple _norm_and_margin_sum(self):
+    cdef void _norm_and_margin_sum(self, double* ww_out, double* la_out) noexcept nogil:
         cdef double ww = 0.0, la = 0.0
         cdef int64_t j, k
-        with nogil:
-            for j in range(self.w_.shape[0]):
-                ww += self.w[j] * self.w[j]
-            for k in range(self.n_cons):
-                la += self.cons[k].margin * self.cons[k].alpha
-        return ww, la
+        for j in range(self.w_.shape[0]):
+            ww += self.w[j] * self.w[j]
+        for k in range(self.n_cons):
+            la += self.cons[k].margin * self.cons[k].alpha
+        ww_out[0] = ww
+        la_out[0] = la
 
     # -- active set ----------------------------------------------------------------------------
 
@@ -453,14 +504,15 @@ cdef class DualCD:
                 self.groups[n] = g
                 n += 1
         self.n_active = n
+        self.n_active_cons = self.n_cons
+        # the shrunk groups' last terms stay in the estimate until their next visit
+        self.est_loss += self.shrunk_loss
+        self.shrunk_loss = 0.0
         self.M_dec = INFINITY
         self.M_inc = INFINITY
 
     cpdef int64_t n_active_constraints(self):
-        cdef int64_t s, total = 0
-        for s in range(self.n_active):
-            total += self.grp[self.groups[s]].active
-        return total
+        return self.n_active_cons
 
     @property
     def n_constraints(self):
@@ -468,7 +520,7 @@ cdef class DualCD:
 
     @property
     def all_active(self):
-        return self.n_active_constraints() == self.n_cons
+        return self.n_active_cons == self.n_cons
 
     @property
     def alpha(self):

@@ -239,3 +239,30 @@ def test_svmtools_check(runner, heart, tmp_path):
     trainer = run(runner, "train", bad, tmp_path / "m")
     assert r.exit_code == trainer.exit_code == 2
     assert r.stderr == trainer.stderr and f"{bad}:2:" in r.stderr
+
+
+def test_mutated_inputs_never_crash(runner, heart, tmp_path):
+    """Random byte edits of a data file and of a model file: exit 0 or 2, never a traceback."""
+    rng = np.random.default_rng(0)
+    original = heart.read_bytes()[:3000]
+    model = tmp_path / "good.model"
+    assert run(runner, "train", "-q", heart, model).exit_code == 0
+    model_bytes = model.read_bytes()
+    alphabet = np.frombuffer(b"0123456789:.-+eE \n\t#qidcost:nanif\x00\xff", dtype=np.uint8)
+    for case in range(60):
+        for source, name in ((original, "data"), (model_bytes, "model")):
+            buf = bytearray(source)
+            for _ in range(rng.integers(1, 6)):
+                pos = int(rng.integers(0, len(buf)))
+                if rng.random() < 0.5:
+                    buf[pos] = int(rng.choice(alphabet))
+                else:
+                    del buf[pos:pos + int(rng.integers(1, 20))]
+            f = tmp_path / f"{name}{case}"
+            f.write_bytes(bytes(buf))
+            if name == "data":
+                r = run(runner, "train", "-q", "--max-epochs", "50", f, tmp_path / f"m{case}")
+            else:
+                r = run(runner, "predict", "-q", heart, f, tmp_path / f"p{case}")
+            assert r.exit_code in (0, 2), (name, case, r.output, r.exception)
+            assert r.exception is None or isinstance(r.exception, SystemExit), r.exception

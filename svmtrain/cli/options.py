@@ -23,6 +23,10 @@ def user_errors():
         yield
     except (DataError, ModelError) as e:
         raise InputError(str(e)) from None
+    except BrokenPipeError:
+        # the reader of our standard output left (`| head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
     except OSError as e:   # a file that cannot be read or written: name it, no traceback
         where = e.filename if e.filename is not None else "I/O"
         raise InputError(f"{where}: {e.strerror or e}") from None
