@@ -11,7 +11,8 @@ For each group (``svmtrain``, ``svmtools``) and each of its commands, one roff p
 - then, verbatim, the hand-written roff of ``DIR/PAGE.roff`` (default ``OUTDIR/sections``): EXIT
   STATUS, FILES, EXAMPLES, SEE ALSO. Every page must have one, with at least EXIT STATUS and
   EXAMPLES, and every sections file must belong to a page: a new or renamed command fails here
-  until its sections are written.
+  until its sections are written. A line ``.so _NAME.roff`` includes a shared part (the input and
+  model formats) from the same directory; files named ``_*.roff`` are only such parts.
 
 The output is reproducible: the date is SOURCE_DATE_EPOCH (UTC; the Makefile exports it; the
 current date when unset), the version is the package's, and nothing else varies. Pages are written
@@ -52,15 +53,22 @@ def escape(text: str) -> str:
     return re.sub(r"^(?=[.'])", r"\\&", text, flags=re.M)
 
 
-def _inline(text: str) -> str:
-    """Docstring prose: escaped, with `code` spans in bold."""
+def _inline(text: str, args=()) -> str:
+    """Docstring prose: escaped, `code` spans in bold, the command's ARGUMENT names in italics."""
+    def prose(part):
+        part = escape(part)
+        if args:
+            words = "|".join(re.escape(escape(a)) for a in sorted(args, key=len, reverse=True))
+            part = re.sub(rf"(?<![\\w\\\\])({words})(?!\\w)", r"\\fI\1\\fR", part)
+        return part
+
     parts = text.split("`")
     if len(parts) % 2 == 0:   # unbalanced backquote: leave it as text
-        return escape(text)
-    return "".join(escape(p) if k % 2 == 0 else f"\\fB{escape(p)}\\fR" for k, p in enumerate(parts))
+        return prose(text)
+    return "".join(prose(p) if k % 2 == 0 else f"\\fB{escape(p)}\\fR" for k, p in enumerate(parts))
 
 
-def _paragraphs(doc: str) -> list:
+def _paragraphs(doc: str, args=()) -> list:
     """Roff lines for a click docstring: paragraphs filled, a paragraph opened by click's \\b marker
     kept line for line, everything after \\f dropped (as click's --help does)."""
     doc = inspect.cleandoc(doc.split("\f", 1)[0])
@@ -73,10 +81,10 @@ def _paragraphs(doc: str) -> list:
         lines = para.splitlines()
         if lines[0].strip() == "\b":
             out.append(".nf")
-            out.extend(_inline(line) or "\\&" for line in lines[1:])
+            out.extend(_inline(line, args) or "\\&" for line in lines[1:])
             out.append(".fi")
         else:
-            out.append(_inline(" ".join(line.strip() for line in lines)))
+            out.append(_inline(" ".join(line.strip() for line in lines), args))
     return out
 
 
@@ -100,16 +108,14 @@ def _metavar(param: click.Parameter, ctx: click.Context) -> str:
 
 
 def _option_heading(opt: click.Option, ctx: click.Context) -> str:
-    """`-t, --task [binary]` in roff: names bold, metavar italic (none for flags)."""
+    """`-t, --task [binary]` in roff, as --help spells it: names bold, metavar italic (none for
+    flags)."""
     metavar = "" if opt.is_flag or opt.count else " " + _italic(_metavar(opt, ctx))
 
-    def names(opts):
-        return ", ".join(_bold(o) + metavar for o in opts)
-
-    heading = names(opt.opts)
+    heading = ", ".join(map(_bold, opt.opts))
     if opt.secondary_opts:
-        heading += " / " + names(opt.secondary_opts)
-    return heading
+        heading += " / " + ", ".join(map(_bold, opt.secondary_opts))
+    return heading + metavar
 
 
 def _option_help(opt: click.Option, ctx: click.Context) -> str:
@@ -137,6 +143,15 @@ def _synopsis(cmd: click.Command, ctx: click.Context, prog: str) -> list:
         pieces.append(re.sub(r"[A-Z][A-Z0-9_]*", lambda m: f"\\fI{m.group(0)}\\fR",
                              escape(piece)))
     return [".SY " + escape(prog).replace(" ", "\\ "), " ".join(pieces), ".YS"]
+
+
+def _argument_names(cmd: click.Command, ctx: click.Context) -> tuple:
+    """The metavars of the command's arguments (TRAIN_FILE, MODEL_FILE...), as usage shows them."""
+    names = []
+    for param in cmd.get_params(ctx):
+        if isinstance(param, click.Argument):
+            names.append(_metavar(param, ctx).strip("[]").rstrip("."))
+    return tuple(n for n in names if n)
 
 
 def _name_line(cmd: click.Command, page: str) -> str:
@@ -177,6 +192,26 @@ def _section_titles(roff: str) -> list:
     return [m.group(1).strip().strip('"') for m in re.finditer(r"^\.SH[ \t]+(.*)$", roff, re.M)]
 
 
+_SO_RE = re.compile(r"^\.so[ \t]+(\S+)[ \t]*$", re.M)
+
+
+def _include(sections_dir: Path, path: Path, text: str) -> str:
+    """Replace each `.so _NAME.roff` line by that shared file of `sections_dir` (one level)."""
+    def insert(m):
+        name = m.group(1)
+        if "/" in name or not name.startswith("_"):
+            raise ManPageError(f"{path}: .so {name}: only shared files of the sections "
+                               "directory (_NAME.roff) can be included")
+        try:
+            shared = (sections_dir / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ManPageError(f"{path}: .so {name}: {getattr(e, 'strerror', None) or e}") from None
+        if _SO_RE.search(shared):
+            raise ManPageError(f"{sections_dir / name}: includes are one level deep")
+        return shared.rstrip("\n")
+    return _SO_RE.sub(insert, text)
+
+
 def _hand_sections(sections_dir: Path, page: str) -> str:
     path = sections_dir / f"{page}.roff"
     try:
@@ -188,6 +223,7 @@ def _hand_sections(sections_dir: Path, page: str) -> str:
         raise ManPageError(f"{path}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ManPageError(f"{path}: not UTF-8 text") from None
+    text = _include(sections_dir, path, text)
     first = next((line for line in text.splitlines() if line.strip()
                   and not line.startswith(('.\\"', "'\\\""))), "")
     if not first.startswith(".SH"):
@@ -212,7 +248,7 @@ def _page(cmd, ctx, page, prog, date, version, hand, commands=()):
         ".SH SYNOPSIS",
         *_synopsis(cmd, ctx, prog),
         ".SH DESCRIPTION",
-        *_paragraphs(cmd.help or ""),
+        *_paragraphs(cmd.help or "", _argument_names(cmd, ctx)),
         ".SH OPTIONS",
         *_options(cmd, ctx),
     ]
@@ -246,7 +282,7 @@ def render_pages(sections_dir, *, date: str | None = None) -> dict:
                                        _hand_sections(sections_dir, page))
     known = {p[:-2] for p in pages}
     for extra in sorted(sections_dir.glob("*.roff")):
-        if extra.stem not in known:
+        if extra.stem not in known and not extra.name.startswith("_"):
             raise ManPageError(f"{extra}: no command has this page (renamed or removed?)")
     return pages
 

@@ -1,0 +1,126 @@
+"""The peers, each run in a fresh process by bench/run.py (never imported by it).
+
+    python bench/peers.py liblinear TRAIN OUT.json --eps E [--C 1] [--test TEST]
+    python bench/peers.py sklearn   TRAIN OUT.json --tol T [--C 1] [--max-iter 1000]
+
+liblinear: LIBLINEAR -s 3 (L2-regularized L1-loss SVC, dual CD, no bias) through the official
+Python binding. The data is read (with svmtrain's reader) and converted to LIBLINEAR's problem before
+the clock starts; the clock covers `train(prob, param)` only. LIBLINEAR's C code prints
+"Objective value = -D" and "optimization finished, #iter = N" on the C-level stdout: this process
+leaves its stdout to LIBLINEAR alone and the parent reads it. OUT.json gets the time, P(w) computed
+here in numpy, the model's first label (the +1 class of w) and, with --test, the test accuracy.
+A fresh process per run also means a fresh rand() state, so repeated runs give the same model.
+
+sklearn: end to end as a user would run it, `load_svmlight_file` + LinearSVC(loss='hinge',
+dual=True, fit_intercept=False) fit. The parent times the whole process; OUT.json gets w, the
+positive class, n_iter_ and the times of the two steps.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+
+def primal_hinge(X, w, y, C):
+    """P(w) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i w . x_i), w cut or padded to X's columns."""
+    v = np.zeros(X.shape[1])
+    k = min(len(w), len(v))
+    v[:k] = w[:k]
+    margins = y * (X @ v)
+    return 0.5 * float(w @ w) + C * float(np.sum(np.maximum(0.0, 1.0 - margins)))
+
+
+def _csr(path, n_cols=None):
+    from svmtrain import data
+    b = data.load(path)
+    n = max(b.n_features, n_cols or 0)
+    X = sp.csr_matrix((b.data, b.indices.astype(np.int32), b.indptr.astype(np.int64)),
+                      shape=(b.n_rows, n))
+    return X, b.target
+
+
+def run_liblinear(args):
+    from liblinear import liblinear as ll
+
+    X, target = _csr(args.train)
+    prob = ll.problem(target, X)
+    param = ll.parameter(f"-s 3 -c {args.C!r} -e {args.eps!r} -B -1")
+    ll.liblinear.set_print_string_function(param.print_func)   # NULL: the C default, stdout
+    err = ll.liblinear.check_parameter(prob, param)
+    if err:
+        raise SystemExit(f"liblinear: {err.decode() if isinstance(err, bytes) else err}")
+    sys.stdout.flush()
+    start = time.perf_counter()
+    model_ptr = ll.liblinear.train(prob, param)
+    seconds = time.perf_counter() - start
+    model = ll.toPyModel(model_ptr)
+    n = model.get_nr_feature()
+    w = np.array(model.w[:n], dtype=np.float64)
+    labels = model.get_labels()
+    y = np.where(target == labels[0], 1.0, -1.0)
+    out = {"seconds": seconds, "primal": primal_hinge(X, w, y, args.C),
+           "positive": labels[0], "n_features": n,
+           "has_max_iter": "max_iter" in [f[0] for f in ll.parameter._fields_]}
+    if args.test:
+        Xt, tt = _csr(args.test, n)
+        scores = Xt[:, :n] @ w
+        pred = np.where(scores > 0, labels[0], labels[1])
+        out["test_accuracy"] = float(np.mean(pred == tt))
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+
+
+def run_sklearn(args):
+    start = time.perf_counter()
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.svm import LinearSVC
+
+    X, y = load_svmlight_file(args.train)
+    # LinearSVC refuses the int64 indices this loader returns ("Only sparse matrices with 32-bit
+    # integer indices are accepted"): narrowing them is part of the user's pipeline.
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    loaded = time.perf_counter()
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=args.C, tol=args.tol,
+                        max_iter=args.max_iter).fit(X, y)
+    fitted = time.perf_counter()
+    w = clf.coef_.ravel()
+    np.save(args.out + ".w.npy", w)
+    with open(args.out, "w") as f:
+        json.dump({"load_seconds": loaded - start, "fit_seconds": fitted - loaded,
+                   "n_iter": int(np.max(clf.n_iter_)), "positive": float(clf.classes_[1]),
+                   "converged": not any("converge" in str(c.message) for c in caught),
+                   "w": args.out + ".w.npy"}, f)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="peer", required=True)
+    a = sub.add_parser("liblinear")
+    a.add_argument("train")
+    a.add_argument("out")
+    a.add_argument("--eps", type=float, required=True)
+    a.add_argument("--C", type=float, default=1.0)
+    a.add_argument("--test")
+    b = sub.add_parser("sklearn")
+    b.add_argument("train")
+    b.add_argument("out")
+    b.add_argument("--tol", type=float, required=True)
+    b.add_argument("--C", type=float, default=1.0)
+    b.add_argument("--max-iter", type=int, default=1000)
+    args = ap.parse_args(argv)
+    {"liblinear": run_liblinear, "sklearn": run_sklearn}[args.peer](args)
+
+
+if __name__ == "__main__":
+    main()
