@@ -111,7 +111,10 @@ def atomic_output(path, mode: str = "w", *, force: bool = True, encoding: str = 
         raise IsADirectoryError(f"{path}: not a file name")
     perms = _target_mode(path)
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory)
+    except OSError as e:   # name the file the user asked for, not our temporary name
+        raise type(e)(e.errno, f"cannot write: {e.strerror}", path) from None
     try:
         if binary:
             f = os.fdopen(fd, "wb")

@@ -71,6 +71,10 @@ def test_verify_bound_exit_status_and_json(runner, heart, tmp_path):
     other.write_text("".join(line for i, line in enumerate(open(heart)) if i % 2))
     r = run(runner, "verify-bound", "--json", model, other)
     assert json.loads(r.stdout)["examples"] == 135 and "warning" in r.stderr
+    assert r.exit_code == 1 and json.loads(r.stdout)["certified"] is False
+    assert json.loads(r.stdout)["relative_gap"] < 0          # P < D: never certified
+    r = run(runner, "verify-bound", model, other)
+    assert r.exit_code == 1 and "primal is below the dual" in r.stdout
 
 
 def test_same_seed_same_model_bits(runner, heart, tmp_path):
@@ -129,13 +133,14 @@ def test_missing_files_and_bad_labels(runner, heart, tmp_path):
     three = tmp_path / "three"
     three.write_text("1 1:1\n2 1:2\n3 1:3\n")
     r = run(runner, "train", three, tmp_path / "m")
-    assert r.exit_code == 2 and f"{three}:3:" in r.stderr and "multiclass" in r.stderr
+    assert r.exit_code == 2 and f"{three}:3:" in r.stderr and "found 3 (1, 2, 3)" in r.stderr
     one = tmp_path / "one"
     one.write_text("1 1:1\n1 1:2\n")
     r = run(runner, "train", one, tmp_path / "m")
     assert r.exit_code == 2 and "two labels" in r.stderr
     r = run(runner, "train", heart, tmp_path / "no-such-dir" / "m")
-    assert r.exit_code == 2 and "no-such-dir" in r.stderr and "Traceback" not in r.output
+    assert r.exit_code == 2 and "no-such-dir/m: cannot write" in r.stderr and ".tmp" not in r.stderr
+    assert "Traceback" not in r.output
     assert not (tmp_path / "m").exists()
 
 

@@ -31,7 +31,8 @@ def user_errors():
         where = e.filename if e.filename is not None else "I/O"
         raise InputError(f"{where}: {e.strerror or e}") from None
     except KeyboardInterrupt:
-        click.echo("svmtrain: interrupted; no output was written", err=True)
+        prog = click.get_current_context().find_root().info_name or "svmtrain"
+        click.echo(f"{prog}: interrupted; no output was written", err=True)
         sys.exit(130)
 
 
@@ -57,7 +58,8 @@ def data_path(**kw):
     return click.argument(kw.pop("name", "data_file"), type=click.Path(dir_okay=False, allow_dash=True), **kw)
 
 
-quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+quiet_option = click.option("-q", "--quiet", is_flag=True,
+                            help="Nothing on standard error but errors: no progress bar, summary or warnings.")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print the figures as one JSON object on standard output.")
 zero_based_option = click.option("--zero-based", is_flag=True,

@@ -55,22 +55,27 @@ def _verify(model_file, data_file, tol, as_json, quiet):
             bar.close()
     P = acc.value()
     D = model.dual
-    rel = relative_gap(P.primal, D)
-    ok = rel <= tol
+    gap = P.primal - D
+    # P below D is impossible for the data the dual belongs to (weak duality): the file is not the
+    # model's training data, or the model was edited. Never certify that; show the signed figure.
+    consistent = gap >= -1e-12 * max(abs(P.primal), abs(D), 1.0)
+    rel = relative_gap(P.primal, D) if consistent else gap / max(abs(P.primal), abs(D))
+    ok = consistent and rel <= tol
     if model.examples is not None and P.examples != model.examples and not quiet:
         click.echo(f"svmtrain: warning: {data_file} has {P.examples} examples, the model was trained "
                    f"on {model.examples}: the dual bound is for the training data", err=True)
     if as_json:
-        click.echo(json.dumps({"primal": P.primal, "dual": D, "gap": P.primal - D,
-                               "relative_gap": rel, "examples": P.examples, "tolerance": tol,
-                               "certified": ok}))
+        click.echo(json.dumps({"primal": P.primal, "dual": D, "gap": gap, "relative_gap": rel,
+                               "examples": P.examples, "tolerance": tol, "certified": ok}))
     else:
         click.echo(f"primal       {P.primal!r}\n"
                    f"dual         {D!r}\n"
-                   f"gap          {P.primal - D!r}\n"
+                   f"gap          {gap!r}\n"
                    f"relative_gap {rel!r}\n"
                    f"examples     {P.examples}\n"
                    f"tolerance    {tol!r}\n"
-                   f"{'certified' if ok else 'NOT certified'}: the optimum lies in [dual, primal]"
-                   f"{'' if ok else ' but the gap is above the tolerance'}")
+                   + ("certified: the optimum lies in [dual, primal]" if ok else
+                      "NOT certified: the primal is below the dual, so this data is not the data the "
+                      "model was trained on (or the model file was changed)" if not consistent else
+                      "NOT certified: the optimum lies in [dual, primal] but the gap is above the tolerance"))
     return ok

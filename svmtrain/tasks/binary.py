@@ -34,8 +34,7 @@ class Binary(Task):
         third = np.sort(first)[2]
         raise DataError(path, int(block.line[third]),
                         f"the binary task needs two labels, found {len(values)} "
-                        f"({', '.join(_fmt(v) for v in values[:6])}{', ...' if len(values) > 6 else ''}); "
-                        f"use --task multiclass")
+                        f"({', '.join(_fmt(v) for v in values[:6])}{', ...' if len(values) > 6 else ''})")
 
     @classmethod
     def from_model(cls, model):
