@@ -1,5 +1,7 @@
 """svmtools: data-file utilities."""
 
+from dataclasses import dataclass, field
+
 import click
 import numpy as np
 
@@ -29,46 +31,63 @@ def _label(x):
 def check(file, zero_based, as_json, quiet):
     """Validate FILE and describe it: rows, features (largest index), labels with counts, nonzeros,
     queries. The first malformed line stops it with the message the trainer would give."""
-    import json
-
     from svmtrain import data
 
     with user_errors():
-        rows = nnz = n_features = 0
-        labels = {}
-        qids = set()
-        with_qid = with_cost = 0
-        bar = byte_progress(file, quiet, "checking")
-        try:
-            for block in data.iter_blocks(file, zero_based=zero_based,
-                                          progress=bar.update if bar is not None else None):
-                rows += block.n_rows
-                nnz += block.nnz
-                n_features = max(n_features, block.n_features)
-                values, counts = np.unique(block.target, return_counts=True)
-                for v, c in zip(values.tolist(), counts.tolist()):
-                    labels[v] = labels.get(v, 0) + c
-                has = block.qid >= 0
-                with_qid += int(has.sum())
-                qids.update(np.unique(block.qid[has]).tolist())
-                with_cost += int(np.sum(block.cost != 1.0))
-        finally:
-            if bar is not None:
-                bar.close()
-    max_index = n_features - 1 if zero_based else n_features
-    ordered = sorted(labels.items())
-    if as_json:
-        click.echo(json.dumps({"file": file, "rows": rows, "features": max_index, "nnz": nnz,
-                               "labels": {_label(k): v for k, v in ordered},
-                               "qids": len(qids), "rows_with_qid": with_qid,
-                               "rows_with_cost": with_cost}))
-        return
-    shown = ", ".join(f"{_label(k)} ({v})" for k, v in ordered[:20])
-    more = f", ... ({len(ordered) - 20} more)" if len(ordered) > 20 else ""
-    click.echo(f"file      {file}\n"
-               f"rows      {rows}\n"
-               f"features  {max_index} (largest index{', zero-based' if zero_based else ''})\n"
-               f"nnz       {nnz}\n"
-               f"labels    {len(ordered)}: {shown}{more}\n"
-               f"qids      {f'{len(qids)} distinct, on {with_qid} rows' if qids else 'none'}"
-               + (f"\ncosts     on {with_cost} rows" if with_cost else ""))
+        summary = FileSummary(file, zero_based)
+        with byte_progress(file, quiet, "checking") as progress:
+            for block in data.iter_blocks(file, zero_based=zero_based, progress=progress):
+                summary.add(block)
+        click.echo(summary.json() if as_json else summary.text())
+
+
+@dataclass
+class FileSummary:
+    file: str
+    zero_based: bool
+    rows: int = 0
+    nnz: int = 0
+    n_features: int = 0
+    labels: dict = field(default_factory=dict)
+    qids: set = field(default_factory=set)
+    rows_with_qid: int = 0
+    rows_with_cost: int = 0
+
+    def add(self, block):
+        self.rows += block.n_rows
+        self.nnz += block.nnz
+        self.n_features = max(self.n_features, block.n_features)
+        values, counts = np.unique(block.target, return_counts=True)
+        for v, c in zip(values.tolist(), counts.tolist()):
+            self.labels[v] = self.labels.get(v, 0) + c
+        has = block.qid >= 0
+        self.rows_with_qid += int(has.sum())
+        self.qids.update(np.unique(block.qid[has]).tolist())
+        self.rows_with_cost += int(np.sum(block.cost != 1.0))
+
+    @property
+    def max_index(self):
+        return self.n_features - 1 if self.zero_based else self.n_features
+
+    def json(self):
+        import json
+        return json.dumps({"file": self.file, "rows": self.rows, "features": self.max_index,
+                           "nnz": self.nnz,
+                           "labels": {_label(k): v for k, v in sorted(self.labels.items())},
+                           "qids": len(self.qids), "rows_with_qid": self.rows_with_qid,
+                           "rows_with_cost": self.rows_with_cost})
+
+    def text(self):
+        ordered = sorted(self.labels.items())
+        shown = ", ".join(f"{_label(k)} ({v})" for k, v in ordered[:20])
+        more = f", ... ({len(ordered) - 20} more)" if len(ordered) > 20 else ""
+        qids = f"{len(self.qids)} distinct, on {self.rows_with_qid} rows" if self.qids else "none"
+        lines = [f"file      {self.file}",
+                 f"rows      {self.rows}",
+                 f"features  {self.max_index} (largest index{', zero-based' if self.zero_based else ''})",
+                 f"nnz       {self.nnz}",
+                 f"labels    {len(ordered)}: {shown}{more}",
+                 f"qids      {qids}"]
+        if self.rows_with_cost:
+            lines.append(f"costs     on {self.rows_with_cost} rows")
+        return "\n".join(lines)

@@ -40,16 +40,22 @@ def show_progress(quiet):
     return not quiet and sys.stderr.isatty()
 
 
+@contextlib.contextmanager
 def byte_progress(path, quiet, desc):
-    """A tqdm bar over the bytes read, when stderr is a terminal; else None."""
+    """A tqdm bar over the bytes read while the block runs, when stderr is a terminal.
+
+    Yields the reader's `progress` callback, or None when no bar is shown.
+    """
     if not show_progress(quiet):
-        return None
+        yield None
+        return
     from tqdm import tqdm
     total = None
     if path != "-" and not path.endswith((".gz", ".bz2", ".xz")):
         with contextlib.suppress(OSError):
             total = os.path.getsize(path)
-    return tqdm(total=total, unit="B", unit_scale=True, desc=desc, leave=False, file=sys.stderr)
+    with tqdm(total=total, unit="B", unit_scale=True, desc=desc, leave=False, file=sys.stderr) as bar:
+        yield bar.update
 
 
 def data_path(**kw):

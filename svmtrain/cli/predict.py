@@ -43,19 +43,13 @@ def _predict(test_file, model_file, output, scores, as_json, quiet):
     task = task_class(model.task).from_model(model)
     geometry = Geometry(model.n_features, model.bias)
     metric = task.new_metric()
-    bar = byte_progress(test_file, quiet or output == "-", "predicting")
-    try:
-        with atomic_output(output, "w") as out:
-            for block in data.iter_blocks(test_file, zero_based=model.index_base == 0,
-                                          progress=bar.update if bar is not None else None):
-                labels, values = task.predict(model.w, block, geometry)
-                metric.add(labels, block)
-                column = values if scores else labels
-                fmt = repr if scores else _format_label
-                out.write("".join(fmt(float(v)) + "\n" for v in column))
-    finally:
-        if bar is not None:
-            bar.close()
+    fmt = repr if scores else _format_label
+    with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
+            atomic_output(output, "w") as out:
+        for block in data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress):
+            labels, values = task.predict(model.w, block, geometry)
+            metric.add(labels, block)
+            out.write("".join(fmt(float(v)) + "\n" for v in (values if scores else labels)))
     if as_json:
         click.echo(json.dumps(metric.summary()))
     elif not quiet:

@@ -83,13 +83,8 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     if model_format == "liblinear" and zero_based:
         raise InputError("--format liblinear cannot record zero-based feature indices")
     started = time.perf_counter()
-    bar = byte_progress(train_file, quiet, "reading")
-    try:
-        block = data.load(train_file, zero_based=zero_based,
-                          progress=bar.update if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    with byte_progress(train_file, quiet, "reading") as progress:
+        block = data.load(train_file, zero_based=zero_based, progress=progress)
     task = task_class(task_name).from_training_data(block, train_file)
 
     trace = open(trace_file, "w") if trace_file else None   # opened only once the data is good

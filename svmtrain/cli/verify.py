@@ -45,14 +45,9 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     task = task_class(model.task).from_model(model)
     acc = objective.PrimalAccumulator(task, model.w, Geometry(model.n_features, model.bias),
                                       model.C, data_file)
-    bar = byte_progress(data_file, quiet, "verifying")
-    try:
-        for block in data.iter_blocks(data_file, zero_based=model.index_base == 0,
-                                      progress=bar.update if bar is not None else None):
+    with byte_progress(data_file, quiet, "verifying") as progress:
+        for block in data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress):
             acc.add(block)
-    finally:
-        if bar is not None:
-            bar.close()
     P = acc.value()
     D = model.dual
     gap = P.primal - D
