@@ -206,10 +206,17 @@ def environment():
     def git(*args):
         try:
             return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                                  check=True).stdout.strip()
+                                  check=True).stdout.rstrip("\n")
         except (OSError, subprocess.CalledProcessError):
             return None
     dirty = git("status", "--porcelain", "--", "pyx", "svmtrain", "setup.py")
+    # the extensions measured are the built ones: say when a source is newer than its build
+    built = {}
+    for so in sorted((ROOT / "svmtrain").glob("_*.so")):
+        pyx = ROOT / "pyx" / (so.name.split(".")[0] + ".pyx")
+        built[so.name.split(".")[0]] = {
+            "built": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(so.stat().st_mtime)),
+            "source_newer": pyx.exists() and pyx.stat().st_mtime > so.stat().st_mtime}
     try:
         from importlib.metadata import version
         liblinear_version = version("liblinear-official")
@@ -219,6 +226,7 @@ def environment():
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": git("rev-parse", "HEAD"),
         "uncommitted_changes": dirty.splitlines() if dirty else [],
+        "extensions": built,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": _cpu_name(),

@@ -12,7 +12,7 @@ here in numpy, the model's first label (the +1 class of w) and, with --test, the
 A fresh process per run also means a fresh rand() state, so repeated runs give the same model.
 
 sklearn: end to end as a user would run it, `load_svmlight_file` + LinearSVC(loss='hinge',
-dual=True, fit_intercept=False) fit. The parent times the whole process; OUT.json gets w, the
+dual=True, fit_intercept=False, random_state=0) fit. The parent times the whole process; OUT.json gets w, the
 positive class, n_iter_ and the times of the two steps.
 """
 
@@ -92,7 +92,7 @@ def run_sklearn(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=args.C, tol=args.tol,
-                        max_iter=args.max_iter).fit(X, y)
+                        max_iter=args.max_iter, random_state=0).fit(X, y)
     fitted = time.perf_counter()
     w = clf.coef_.ravel()
     np.save(args.out + ".w.npy", w)
