@@ -25,45 +25,45 @@ below -M, M being the largest violation seen in the previous epoch, leaves the a
 one-constraint group at its bound whose gradient is above M. The caller decides when to stop, on the
 duality gap: `exact_bounds` evaluates P over every constraint, shrunk or not, with the current w.
 
-Speed (binary problems must cost what LIBLINEAR's -s 3 costs): a visit touches one cache line of
-constraint state and then its row. The constraint holds its row's CSR slice and its group's C, so a
-visit needs no indptr and, when every group has one constraint (`singles`), no group look-up either:
-LIBLINEAR's own dependency chain (index -> row -> w). Nothing per epoch is O(n): the active count and
-the terms of `approximate_bounds` are kept up to date by the steps themselves.
+Speed (binary problems must cost what LIBLINEAR's -s 3 costs). Epochs visit constraints in random
+order, so their cost is cache misses, and the state a visit reads must stay small enough to live in
+L2 while the rows stream through it: 32 bytes per constraint, as structure-of-arrays (alpha, q, row
+start, (nnz, kind)) with (scale, margin, C) in a table of distinct triples (two rows for binary
+problems: LIBLINEAR's GETI trick), and int32 column indices (a copy: 4 bytes per nonzero). When every
+group has one constraint (`singles`) a visit needs no group look-up either. Measured on a9a, epochs
+are 2x faster than with a group record, then a 48-byte constraint record, then indptr, and about 1.3x
+faster than with one 64-byte line per constraint (int32 indices alone: 1.15x). Nothing per epoch is
+O(n): the active count and the terms of `approximate_bounds` are kept up to date by the steps.
 """
 
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc
-from posix.stdlib cimport posix_memalign
 
 from _sparse cimport rand_below, row_axpy, row_dot, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
 
-# Exactly one cache line (64 bytes, allocated aligned) per constraint: the epoch visits constraints in
-# random order, and each further array or indirection on the way to the row is one more cache miss in
-# a chain of dependent loads (the old layout, row -> indptr and group -> constraint, was 2x slower).
-cdef struct Constraint:
-    int64_t start        # its row's slice of the CSR store, indices[start:end] and data[start:end]
-    int64_t end
+# A constraint's row length and the row of `kinds` holding its (scale, margin, C): one 8-byte slot.
+cdef struct NnzKind:
+    int32_t nnz
+    int32_t kind
+
+cdef struct Kind:
     double scale         # x_c = scale * X[row]
     double margin        # l_c
-    double q             # ||x_c||^2
-    double alpha
     double C             # its group's C_g, read here by the one-constraint step
-    int64_t id           # its position in the caller's arrays
 
 cdef struct Group:
-    int64_t start        # its constraints are cons[start : start + size], the active ones first
+    int64_t start        # its constraints are [start : start + size], the active ones first
     int64_t size
     int64_t active       # kept for groups of several constraints only
     double C
 
-# What one epoch tallies as it goes (a local of the epoch, so that it lives in registers).
+# What one epoch tallies as it goes (a local of the epoch, not fields of the engine object).
 cdef struct Tally:
     int64_t steps        # coordinates that moved
     int64_t shrunk       # constraints that left the active set
@@ -77,6 +77,54 @@ cdef inline double clip(double x, double lo, double hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
 
 
+def _column_indices(const int64_t[::1] indices, int64_t n_cols):
+    """The column indices as int32 (the engine's row store), checked to lie in [0, n_cols) on the way."""
+    out = np.empty(indices.shape[0], dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef int64_t p, j
+    cdef bint bad = False
+    with nogil:
+        for p in range(indices.shape[0]):
+            j = indices[p]
+            if j < 0 or j >= n_cols:
+                bad = True
+                break
+            o[p] = <int32_t>j
+    if bad:
+        raise ValueError("a column index is outside [0, n_cols)")
+    return out
+
+
+def _kind_table(triples, int64_t few=16):
+    """The distinct rows of `triples` (n x 3 floats, compared bit for bit) and each row's index among
+    them, as int32. A linear scan finds the usual handful (two for a binary problem) in O(n); past
+    `few` distinct rows it gives way to a sort."""
+    bits = np.ascontiguousarray(triples, dtype=np.float64).view(np.int64)
+    cdef const int64_t[:, ::1] b = bits
+    cdef int64_t n = b.shape[0], i, j, m = 0
+    cdef bint overflow = False
+    table = np.empty((few, 3), dtype=np.int64)
+    index = np.empty(n, dtype=np.int32)
+    cdef int64_t[:, ::1] t = table
+    cdef int32_t[::1] ix = index
+    with nogil:
+        for i in range(n):
+            j = 0
+            while j < m and not (t[j, 0] == b[i, 0] and t[j, 1] == b[i, 1] and t[j, 2] == b[i, 2]):
+                j += 1
+            if j == m:
+                if m == few:
+                    overflow = True
+                    break
+                t[m, 0], t[m, 1], t[m, 2] = b[i, 0], b[i, 1], b[i, 2]
+                m += 1
+            ix[i] = <int32_t>j
+    if overflow:
+        rows, inverse = np.unique(bits, axis=0, return_inverse=True)
+        return rows.view(np.float64), inverse.reshape(-1).astype(np.int32)
+    return table[:m].view(np.float64), index
+
+
 cdef class DualCD:
     """The engine's state: constraints, alphas, w, the active set and the generator.
 
@@ -86,22 +134,26 @@ cdef class DualCD:
     what is reported.
     """
 
-    # the CSR store (the arrays are kept alive by the Python references)
+    # the row store: CSR values and int32 column indices (kept alive by the Python references)
     cdef object _keep
-    cdef const int64_t* indptr
-    cdef const int64_t* indices
+    cdef const int32_t* indices
     cdef const double* data
     cdef double bias
     cdef int64_t bias_col
-    # state
-    cdef Constraint* cons
+    # the constraints, laid out group by group (structure of arrays, see the module docstring)
+    cdef double* alpha_
+    cdef double* q                # ||x_c||^2
+    cdef int64_t* start           # its row is indices/data[start : start + nnz]
+    cdef NnzKind* nk
+    cdef Kind* kinds
+    cdef int64_t* ids             # its position in the caller's arrays
     cdef Group* grp
     cdef int64_t n_cons
     cdef int64_t n_groups
     cdef int64_t* groups          # the active groups are groups[:n_active]
     cdef int64_t n_active
     cdef int64_t n_active_cons    # constraints in the active set
-    cdef bint singles             # every group has one constraint: group g is constraint cons[g]
+    cdef bint singles             # every group has one constraint: group g is constraint g
     cdef double[::1] w_
     cdef double* w
     cdef int64_t n_w              # n_cols (+1 with the bias feature); w_ has room for at least one
@@ -122,12 +174,22 @@ cdef class DualCD:
     cdef double est_la
 
     def __cinit__(self):
-        self.cons = NULL
+        self.alpha_ = NULL
+        self.q = NULL
+        self.start = NULL
+        self.nk = NULL
+        self.kinds = NULL
+        self.ids = NULL
         self.grp = NULL
         self.groups = NULL
 
     def __dealloc__(self):
-        free(self.cons)
+        free(self.alpha_)
+        free(self.q)
+        free(self.start)
+        free(self.nk)
+        free(self.kinds)
+        free(self.ids)
         free(self.grp)
         free(self.groups)
 
@@ -150,8 +212,9 @@ cdef class DualCD:
             raise ValueError("indptr is not a valid CSR row pointer")
         if data.shape[0] != indices.shape[0]:
             raise ValueError("indices and data differ in length")
-        if indices.shape[0] and (indices.min() < 0 or indices.max() >= n_cols):
-            raise ValueError("a column index is outside [0, n_cols)")
+        if n_cols > INT32_MAX or n > INT32_MAX or (n_rows > 0 and np.max(np.diff(indptr)) > INT32_MAX):
+            raise ValueError("the engine takes at most 2**31 - 1 columns, constraints and nonzeros per row")
+        indices32 = _column_indices(indices, n_cols)
         if scale.shape[0] != n or margin.shape[0] != n or group.shape[0] != n:
             raise ValueError("row, scale, margin and group differ in length")
         if n and (row.min() < 0 or row.max() >= n_rows):
@@ -176,9 +239,8 @@ cdef class DualCD:
                 factor = np.where(over, C_group / np.where(sums > 0, sums, 1.0), 1.0)
                 alpha = np.minimum(alpha * factor[group], C_group[group])
 
-        self._keep = (indptr, indices, data)
-        self.indptr = <const int64_t*> cnp.PyArray_DATA(indptr)
-        self.indices = <const int64_t*> cnp.PyArray_DATA(indices)
+        self._keep = (indices32, data)
+        self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
         self.data = <const double*> cnp.PyArray_DATA(data)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
@@ -193,33 +255,45 @@ cdef class DualCD:
         # Lay the constraints out group by group (stable: the caller's order inside a group).
         gsize = np.bincount(group, minlength=n_groups).astype(np.int64)
         gstart = np.cumsum(gsize) - gsize
-        order = np.argsort(group, kind="stable").astype(np.int64)
+        if n == 0 or np.all(group[1:] >= group[:-1]):
+            order = np.arange(n, dtype=np.int64)      # already group by group (binary: one each)
+        else:
+            order = np.argsort(group, kind="stable").astype(np.int64)
+        kinds, kind = _kind_table(np.stack([scale, margin, C_group[group]], axis=1))
         self.n_cons = n
         self.n_groups = n_groups
         self.singles = n == n_groups and bool(np.all(gsize == 1))
-        cdef void* mem = NULL
-        if posix_memalign(&mem, 64, max(n, 1) * sizeof(Constraint)) == 0:
-            self.cons = <Constraint*> mem
+        self.alpha_ = <double*> malloc(max(n, 1) * sizeof(double))
+        self.q = <double*> malloc(max(n, 1) * sizeof(double))
+        self.start = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
+        self.nk = <NnzKind*> malloc(max(n, 1) * sizeof(NnzKind))
+        self.kinds = <Kind*> malloc(max(kinds.shape[0], 1) * sizeof(Kind))
+        self.ids = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
         self.grp = <Group*> malloc(max(n_groups, 1) * sizeof(Group))
         self.groups = <int64_t*> malloc(max(n_groups, 1) * sizeof(int64_t))
-        if self.cons == NULL or self.grp == NULL or self.groups == NULL:
+        if (self.alpha_ == NULL or self.q == NULL or self.start == NULL or self.nk == NULL
+                or self.kinds == NULL or self.ids == NULL or self.grp == NULL or self.groups == NULL):
             raise MemoryError("cannot allocate the constraint cache")
-        cdef int64_t[::1] order_v = order, row_v = row, gsize_v = gsize, gstart_v = gstart
-        cdef int64_t[::1] group_v = group
-        cdef double[::1] scale_v = scale, margin_v = margin, alpha_v = alpha, C_v = C_group
+        cdef const int64_t[::1] order_v = order, row_v = row, gsize_v = gsize, gstart_v = gstart
+        cdef const int64_t[::1] ptr_v = indptr
+        cdef const int32_t[::1] kind_v = kind
+        cdef const double[:, ::1] kinds_v = kinds
+        cdef const double[::1] scale_v = scale, alpha_v = alpha, C_v = C_group
         cdef int64_t k, c, g, n_c = n, n_g = n_groups
         with nogil:
+            for k in range(kinds_v.shape[0]):
+                self.kinds[k].scale = kinds_v[k, 0]
+                self.kinds[k].margin = kinds_v[k, 1]
+                self.kinds[k].C = kinds_v[k, 2]
             for k in range(n_c):
                 c = order_v[k]
-                self.cons[k].start = self.indptr[row_v[c]]
-                self.cons[k].end = self.indptr[row_v[c] + 1]
-                self.cons[k].id = c
-                self.cons[k].scale = scale_v[c]
-                self.cons[k].margin = margin_v[c]
-                self.cons[k].alpha = alpha_v[c]
-                self.cons[k].C = C_v[group_v[c]]
-                self.cons[k].q = scale_v[c] * scale_v[c] * row_sqnorm(
-                    self.data, self.cons[k].start, self.cons[k].end, self.bias, self.bias_col)
+                self.start[k] = ptr_v[row_v[c]]
+                self.nk[k].nnz = <int32_t>(ptr_v[row_v[c] + 1] - ptr_v[row_v[c]])
+                self.nk[k].kind = kind_v[c]
+                self.ids[k] = c
+                self.alpha_[k] = alpha_v[c]
+                self.q[k] = scale_v[c] * scale_v[c] * row_sqnorm(
+                    self.data, self.start[k], self.start[k] + self.nk[k].nnz, self.bias, self.bias_col)
             for g in range(n_g):
                 self.grp[g].start = gstart_v[g]
                 self.grp[g].size = gsize_v[g]
@@ -239,30 +313,40 @@ cdef class DualCD:
             for j in range(self.w_.shape[0]):
                 self.w[j] = 0.0
             for k in range(self.n_cons):
-                if self.cons[k].alpha != 0.0:
-                    self._axpy(k, self.cons[k].alpha)
+                if self.alpha_[k] != 0.0:
+                    self._axpy(k, self.alpha_[k])
             self._norm_and_margin_sum(&self.est_ww, &self.est_la)
+
+    cdef inline Kind* _kind(self, int64_t k) noexcept nogil:
+        return &self.kinds[self.nk[k].kind]
 
     cdef inline double _gradient(self, int64_t k) noexcept nogil:
         """g_c = l_c - w.x_c"""
-        cdef Constraint* c = &self.cons[k]
-        return c.margin - c.scale * row_dot(self.w, self.indices, self.data, c.start, c.end,
-                                            self.bias, self.bias_col)
+        cdef Kind* kd = self._kind(k)
+        return kd.margin - kd.scale * row_dot(self.w, self.indices, self.data, self.start[k],
+                                              self.start[k] + self.nk[k].nnz, self.bias, self.bias_col)
 
     cdef inline void _axpy(self, int64_t k, double d) noexcept nogil:
         """w += d x_c"""
-        cdef Constraint* c = &self.cons[k]
-        row_axpy(d * c.scale, self.indices, self.data, c.start, c.end, self.bias, self.bias_col, self.w)
+        row_axpy(d * self._kind(k).scale, self.indices, self.data, self.start[k],
+                 self.start[k] + self.nk[k].nnz, self.bias, self.bias_col, self.w)
 
     cdef inline double _cross(self, int64_t j, int64_t k) noexcept nogil:
         """x_j . x_k"""
-        cdef Constraint* cj = &self.cons[j]
-        cdef Constraint* ck = &self.cons[k]
-        cdef double s = cj.scale * ck.scale
-        if cj.start == ck.start and cj.end == ck.end:   # the same row
-            return s * row_sqnorm(self.data, cj.start, cj.end, self.bias, self.bias_col)
-        return s * row_row_dot(self.indices, self.data, cj.start, cj.end, ck.start, ck.end,
-                               self.bias, self.bias_col)
+        cdef double s = self._kind(j).scale * self._kind(k).scale
+        cdef int64_t sj = self.start[j], ej = sj + self.nk[j].nnz
+        cdef int64_t sk = self.start[k], ek = sk + self.nk[k].nnz
+        if sj == sk and ej == ek:   # the same row
+            return s * row_sqnorm(self.data, sj, ej, self.bias, self.bias_col)
+        return s * row_row_dot(self.indices, self.data, sj, ej, sk, ek, self.bias, self.bias_col)
+
+    cdef inline void _swap(self, int64_t j, int64_t k) noexcept nogil:
+        """Exchange the places of constraints j and k (within a group)."""
+        self.alpha_[j], self.alpha_[k] = self.alpha_[k], self.alpha_[j]
+        self.q[j], self.q[k] = self.q[k], self.q[j]
+        self.start[j], self.start[k] = self.start[k], self.start[j]
+        self.nk[j], self.nk[k] = self.nk[k], self.nk[j]
+        self.ids[j], self.ids[k] = self.ids[k], self.ids[j]
 
     # -- one epoch -----------------------------------------------------------------------------
 
@@ -320,12 +404,14 @@ cdef class DualCD:
 
     cdef inline double _visit_single(self, int64_t k, Tally* t) noexcept nogil:
         """LIBLINEAR's step for a group of one constraint; returns its violation, or -1 if shrunk."""
-        cdef Constraint* c = &self.cons[k]
-        cdef double Cg = c.C
-        cdef double a = c.alpha
-        cdef double wx = c.scale * row_dot(self.w, self.indices, self.data, c.start, c.end,
-                                           self.bias, self.bias_col)
-        cdef double G = c.margin - wx
+        cdef Kind* kd = self._kind(k)
+        cdef int64_t start = self.start[k], end = start + self.nk[k].nnz
+        cdef double Cg = kd.C
+        cdef double a = self.alpha_[k]
+        cdef double q = self.q[k]
+        cdef double wx = kd.scale * row_dot(self.w, self.indices, self.data, start, end,
+                                            self.bias, self.bias_col)
+        cdef double G = kd.margin - wx
         cdef double loss = Cg * G if G > 0.0 else 0.0
         cdef double pg, new_a, d
         if a <= 0.0:
@@ -348,18 +434,18 @@ cdef class DualCD:
         elif -pg > t.v_dec:
             t.v_dec = -pg
         if pg != 0.0:
-            if c.q > 0.0:
-                new_a = clip(a + G / c.q, 0.0, Cg)
+            if q > 0.0:
+                new_a = clip(a + G / q, 0.0, Cg)
             else:  # x_c = 0: the dual is linear in a_c, go to the bound the gradient points at
                 new_a = Cg if G > 0.0 else 0.0
             if new_a != a:
                 d = new_a - a
-                row_axpy(d * c.scale, self.indices, self.data, c.start, c.end, self.bias,
-                         self.bias_col, self.w)
-                c.alpha = new_a          # exactly on the bound when clipped: no rounding drift
+                row_axpy(d * kd.scale, self.indices, self.data, start, end, self.bias, self.bias_col,
+                         self.w)
+                self.alpha_[k] = new_a   # exactly on the bound when clipped: no rounding drift
                 t.steps += 1
-                self.est_ww += d * (2.0 * wx + d * c.q)      # ||w + d x_c||^2
-                self.est_la += d * c.margin
+                self.est_ww += d * (2.0 * wx + d * q)      # ||w + d x_c||^2
+                self.est_la += d * kd.margin
         return fabs(pg)
 
     cdef double _visit_group(self, int64_t g, Tally* t) noexcept nogil:
@@ -371,21 +457,18 @@ cdef class DualCD:
         cdef double Ag = 0.0, G, Gk, Gbest, a, d, q, room, v, gmax = -INFINITY, violation = 0.0
         cdef int64_t u, k, best, tt
         cdef int64_t m = gr.active
-        cdef Constraint tmp
         for tt in range(base, base + m):
-            Ag += self.cons[tt].alpha
+            Ag += self.alpha_[tt]
         tt = base
         while tt < base + m:
-            a = self.cons[tt].alpha
+            a = self.alpha_[tt]
             G = self._gradient(tt)
             if G > gmax:
                 gmax = G
             if a <= 0.0 and self.shrinking and G < -self.M_dec:
                 # shrink: swap it behind the group's active constraints, then visit the one moved in
                 m -= 1
-                tmp = self.cons[tt]
-                self.cons[tt] = self.cons[base + m]
-                self.cons[base + m] = tmp
+                self._swap(tt, base + m)
                 continue
             room = Cg - Ag
             if room > 1e-12 * Cg or G <= 0.0:
@@ -394,24 +477,24 @@ cdef class DualCD:
                 if v != 0.0:
                     if room < 0.0:
                         room = 0.0
-                    if self.cons[tt].q > 0.0:
-                        d = clip(G / self.cons[tt].q, -a, room)
+                    if self.q[tt] > 0.0:
+                        d = clip(G / self.q[tt], -a, room)
                     else:
                         d = room if G > 0.0 else -a
                     if d != 0.0:
                         self._axpy(tt, d)
-                        self.cons[tt].alpha = a + d
+                        self.alpha_[tt] = a + d
                         Ag += d
                         t.steps += 1
-                        self.est_ww += d * (2.0 * (self.cons[tt].margin - G) + d * self.cons[tt].q)
-                        self.est_la += d * self.cons[tt].margin
+                        self.est_ww += d * (2.0 * (self._kind(tt).margin - G) + d * self.q[tt])
+                        self.est_la += d * self._kind(tt).margin
             else:
                 # the group is at its bound and c wants to grow: take mass from the support
                 # constraint with the smallest gradient
                 best = -1
                 Gbest = INFINITY
                 for u in range(base, base + m):
-                    if u != tt and self.cons[u].alpha > 0.0:
+                    if u != tt and self.alpha_[u] > 0.0:
                         Gk = self._gradient(u)
                         if Gk < Gbest:
                             Gbest = Gk
@@ -419,21 +502,21 @@ cdef class DualCD:
                 v = 0.0
                 if best >= 0 and G > Gbest:
                     v = G - Gbest
-                    q = self.cons[tt].q + self.cons[best].q - 2.0 * self._cross(tt, best)
-                    if q > 1e-12 * (self.cons[tt].q + self.cons[best].q):
-                        d = clip(v / q, 0.0, self.cons[best].alpha)
+                    q = self.q[tt] + self.q[best] - 2.0 * self._cross(tt, best)
+                    if q > 1e-12 * (self.q[tt] + self.q[best]):
+                        d = clip(v / q, 0.0, self.alpha_[best])
                     else:  # x_j == x_k: the dual is linear along the pair direction
-                        d = self.cons[best].alpha
+                        d = self.alpha_[best]
                     if d > 0.0:
                         self._axpy(tt, d)
                         self._axpy(best, -d)
-                        self.cons[tt].alpha += d
-                        self.cons[best].alpha -= d   # d <= alpha_k, so this stays >= 0
+                        self.alpha_[tt] += d
+                        self.alpha_[best] -= d   # d <= alpha_k, so this stays >= 0
                         t.steps += 1
                         # ||w + d (x_j - x_k)||^2, with w.x_c = l_c - g_c
-                        self.est_ww += d * (2.0 * (self.cons[tt].margin - G - self.cons[best].margin
+                        self.est_ww += d * (2.0 * (self._kind(tt).margin - G - self._kind(best).margin
                                                    + Gbest) + d * q)
-                        self.est_la += d * (self.cons[tt].margin - self.cons[best].margin)
+                        self.est_la += d * (self._kind(tt).margin - self._kind(best).margin)
             if v > t.v_inc:
                 t.v_inc = v
             elif -v > t.v_dec:
@@ -489,7 +572,7 @@ cdef class DualCD:
         for j in range(self.w_.shape[0]):
             ww += self.w[j] * self.w[j]
         for k in range(self.n_cons):
-            la += self.cons[k].margin * self.cons[k].alpha
+            la += self._kind(k).margin * self.alpha_[k]
         ww_out[0] = ww
         la_out[0] = la
 
@@ -529,7 +612,7 @@ cdef class DualCD:
         cdef double[::1] o = out
         cdef int64_t k
         for k in range(self.n_cons):
-            o[self.cons[k].id] = self.cons[k].alpha
+            o[self.ids[k]] = self.alpha_[k]
         return out
 
     @property

@@ -1,13 +1,19 @@
 # Row access on CSR slices: the three operations every linear kernel needs (dot, axpy, squared norm),
 # plus the dot of two sorted rows. Inline, nogil, unchecked: callers validate shapes once at the edge.
 #
+# Column indices may be int32 (half the memory traffic of int64: the engine's choice) or int64.
+#
 # A row may carry LIBLINEAR's implicit bias feature: a constant `bias` stored in column `bias_col`
 # of w (bias_col < 0: no bias feature). It is never materialised in the CSR arrays.
 
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
 
 
-cdef inline double row_dot(const double* w, const int64_t* ind, const double* val,
+cdef inline double row_dot(const double* w, const index_t* ind, const double* val,
                            int64_t start, int64_t end, double bias, int64_t bias_col) noexcept nogil:
     cdef double s = 0.0
     cdef int64_t p
@@ -18,7 +24,7 @@ cdef inline double row_dot(const double* w, const int64_t* ind, const double* va
     return s
 
 
-cdef inline void row_axpy(double a, const int64_t* ind, const double* val,
+cdef inline void row_axpy(double a, const index_t* ind, const double* val,
                           int64_t start, int64_t end, double bias, int64_t bias_col,
                           double* w) noexcept nogil:
     cdef int64_t p
@@ -39,7 +45,7 @@ cdef inline double row_sqnorm(const double* val, int64_t start, int64_t end,
     return s
 
 
-cdef inline double row_row_dot(const int64_t* ind, const double* val,
+cdef inline double row_row_dot(const index_t* ind, const double* val,
                                int64_t s1, int64_t e1, int64_t s2, int64_t e2,
                                double bias, int64_t bias_col) noexcept nogil:
     """Dot product of two rows with sorted indices (merge)."""

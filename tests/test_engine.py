@@ -163,6 +163,34 @@ def test_the_edge_rejects_inconsistent_arrays():
     bad[5] = np.full_like(c.margin, np.nan)
     with pytest.raises(ValueError, match="finite"):
         DualCD(*bad, n_cols=c.n_cols)
+    # the engine keeps int32 column indices
+    with pytest.raises(ValueError, match="2\\*\\*31 - 1 columns"):
+        DualCD(*args, n_cols=2**31)
+
+
+@pytest.mark.parametrize("kind", ["binary", "groups"])
+def test_approximate_bounds_keep_up_with_the_steps(kind):
+    """approximate_bounds() is O(1): ||w||^2 and sum l_c a_c are updated by each step (single and pair),
+    so its dual must match the one computed afresh from alpha and w, shrinking or not."""
+    if kind == "binary":   # LIBLINEAR's case: groups of one, scale +-1, one C (the two-kind table)
+        c = random_cache(4, n_rows=80, n_cols=10, n_groups=80)
+        c.group = np.arange(80)
+        c.scale = np.sign(c.scale)
+        c.margin = np.ones(80)
+        c.C_group = np.full(80, 0.5)
+    else:
+        c = random_cache(4, n_rows=60, n_cols=8, n_groups=12, shared_rows=True)
+    e = DualCD(c.indptr, c.indices, c.data, c.row, c.scale, c.margin, c.group, c.C_group,
+               n_cols=c.n_cols, seed=3)
+    for epoch in range(40):
+        _, _, active = e.epoch()
+        assert active == e.n_active_constraints() <= e.n_constraints
+        _, dual = e.approximate_bounds()
+        fresh = -0.5 * e.w @ e.w + c.margin @ e.alpha
+        assert dual == pytest.approx(fresh, rel=1e-10, abs=1e-12)
+        if epoch == 20:
+            e.unshrink()
+            assert e.all_active
 
 
 def test_relative_gap():
