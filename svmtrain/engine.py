@@ -83,9 +83,10 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
           on_epoch: Optional[Callable[[EpochRecord], None]] = None) -> Solution:
     """Maximise the dual over the cache until (P - D) / P <= epsilon on the exact bounds.
 
-    The cheap bound of Ramanan's eq. 23 decides when to compute the exact one (also every
-    `exact_every` epochs, and when no coordinate violates optimality); a failed exact check with
-    shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
+    The cheap bound of Ramanan's eq. 23 decides when to compute the exact one (also when no
+    coordinate violates optimality, and periodically: every `exact_every` epochs once the epochs
+    since the last check have visited as many constraints as the cache holds); a failed exact check
+    with shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
     """
     start = time.perf_counter()
     engine = DualCD(cache.indptr, cache.indices, cache.data, cache.row, cache.scale,
@@ -96,12 +97,18 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     converged = False
     epoch = 0
     primal = dual = math.nan
+    visits = last_exact = 0      # constraints visited, and the epoch, since the last exact check
     for epoch in range(1, max_epochs + 1):
+        visits += engine.n_active_constraints()
         _steps, violation, active = engine.epoch()
         primal, dual = engine.approximate_bounds()
         exact = False
         looks_done = relative_gap(primal, dual) <= epsilon or violation <= 1e-12
-        if looks_done or epoch % exact_every == 0 or epoch == max_epochs:
+        # An exact check costs about one sequential pass over every constraint: take it every
+        # `exact_every` epochs, but not before the shrunk epochs have done a pass's worth of work.
+        due = epoch - last_exact >= exact_every and visits >= engine.n_constraints
+        if looks_done or due or epoch == max_epochs:
+            visits, last_exact = 0, epoch
             engine.recompute_w()
             primal, dual = engine.exact_bounds()
             exact = True
