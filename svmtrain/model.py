@@ -115,6 +115,9 @@ class Model:
     seed: Optional[int]
     epochs: Optional[int]
     solver: str = "dcd"
+    p: Optional[float] = None            # regression: width of the insensitive zone
+    loss: Optional[str] = None           # multiclass, sequence: the task loss Delta
+    rescaling: Optional[str] = None      # multiclass, sequence: margin or slack rescaling
     format: str = "svmtrain"
     liblinear_solver: Optional[str] = None
 
@@ -289,17 +292,52 @@ def _binary_labels(labels):
         raise _Bad(f"a binary model has 2 labels, found {len(labels)}")
 
 
+def _multiclass_labels(labels):
+    if len(labels) < 2:
+        raise _Bad(f"a multiclass model has at least 2 classes, found {len(labels)}")
+
+
+def _tags(labels):
+    if len(labels) < 1:
+        raise _Bad("a sequence model has at least 1 tag")
+
+
+def _width(values) -> int:
+    return values["n_features"] + (values["bias"] is not None)
+
+
 def _vector_shape(values) -> tuple:
-    return (values["n_features"] + (values["bias"] is not None),)
+    return (_width(values),)
+
+
+def _class_matrix_shape(values) -> tuple:
+    """K class vectors of features (+ bias), one row each."""
+    return (len(values["labels"]), _width(values))
+
+
+def _sequence_shape(values) -> tuple:
+    """K emission blocks of features (+ bias), then the (K+1) x K transitions (row K: start)."""
+    k = len(values["labels"])
+    return (k * _width(values) + (k + 1) * k,)
 
 
 @dataclass(frozen=True)
 class _Task:
-    check_labels: Callable[[list], None]
+    check_labels: Optional[Callable[[list], None]]   # None: the task records no labels
     weight_shape: Callable[[dict], tuple]  # from the header's values (attribute names)
+    keys: tuple = ()                       # task-specific header keys it requires
 
 
-_TASKS = {"binary": _Task(_binary_labels, _vector_shape)}
+_TASKS = {
+    "binary": _Task(_binary_labels, _vector_shape),
+    "multiclass": _Task(_multiclass_labels, _class_matrix_shape, ("loss", "rescaling")),
+    "regression": _Task(None, _vector_shape, ("p",)),
+    "ranking": _Task(None, _vector_shape),
+    "sequence": _Task(_tags, _sequence_shape, ("loss", "rescaling")),
+    "constraints": _Task(None, _vector_shape),
+}
+LOSSES = ("zero-one", "hamming")
+RESCALINGS = ("margin", "slack")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,8 +367,19 @@ HEADER_KEYS = (
     _Key("examples", "examples", _COUNT),
     _Key("seed", "seed", _int_kind()),
     _Key("epochs", "epochs", _COUNT),
+    _Key("p", "p", _real_kind(lo=0.0)),
+    _Key("loss", "loss", _word_kind(lambda: LOSSES, "loss")),
+    _Key("rescaling", "rescaling", _word_kind(lambda: RESCALINGS, "rescaling")),
 )
 _KEYS = {k.name: k for k in HEADER_KEYS}
+_TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
+
+
+def _keys_of(task_name: str) -> list:
+    """The header keys a model of this task has, in file order."""
+    task = _TASKS[task_name]
+    used = set(task.keys) | ({"labels"} if task.check_labels is not None else set())
+    return [k for k in HEADER_KEYS if k.name not in _TASK_KEYS or k.name in used]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,14 +528,21 @@ def _parse_ours(src: _Source) -> Model:
         where[name] = i
         i += 1
 
-    missing = [k.name for k in HEADER_KEYS if k.name not in where]
+    if "task" not in where:
+        raise src.error(i, "missing key task")
+    expected = _keys_of(values["task"])
+    missing = [k.name for k in expected if k.name not in where]
     if missing:
         raise src.error(i, f"missing key{'s' * (len(missing) > 1)} {', '.join(missing)}")
+    for name in where.keys() - {k.name for k in expected}:
+        raise src.error(where[name], f"key {name!r} is not used by the {values['task']} task")
     task = _TASKS[values["task"]]
-    try:
-        task.check_labels(values["labels"])
-    except _Bad as e:
-        raise src.error(where["labels"], f"labels: {e}") from None
+    values.setdefault("labels", [])
+    if task.check_labels is not None:
+        try:
+            task.check_labels(values["labels"])
+        except _Bad as e:
+            raise src.error(where["labels"], f"labels: {e}") from None
 
     weights_at = i
     if len(tokens) < 2 or tokens[1] not in _LAYOUTS:
@@ -563,7 +619,9 @@ def format_model(model: Model, path: str = "<model>") -> str:
     lines = [f"{MAGIC} {VERSION}"]
     values = {}
     try:
-        for key in HEADER_KEYS:
+        if model.task not in _TASKS:
+            raise _Bad(f"unknown task {model.task!r}")
+        for key in _keys_of(model.task):
             value = getattr(model, key.attr)
             if value is None and key.name != "bias":
                 raise _Bad(f"{key.name} is unknown (None); the svmtrain format records it"
@@ -575,10 +633,14 @@ def format_model(model: Model, path: str = "<model>") -> str:
                 raise _Bad(f"{key.name}: {e}") from None
             lines.append(f"{key.name} {key.kind.fmt(value)}")
         task = _TASKS[values["task"]]
-        try:
-            task.check_labels(values["labels"])
-        except _Bad as e:
-            raise _Bad(f"labels: {e}") from None
+        values.setdefault("labels", [])
+        if task.check_labels is not None:
+            try:
+                task.check_labels(values["labels"])
+            except _Bad as e:
+                raise _Bad(f"labels: {e}") from None
+        elif model.labels:
+            raise _Bad(f"labels: the {model.task} task records no labels")
         w = _checked_weights(model, task.weight_shape(values))
     except _Bad as e:
         raise ModelError(path, None, f"cannot write model: {e}") from None

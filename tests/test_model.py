@@ -130,7 +130,8 @@ def edit(set_=None, insert=None, delete=None, tail=None):
 
 CASES = [
     # (name, text, line, message fragment)
-    ("unknown key", edit(insert={5: "loss hinge"}), 5, "unknown key 'loss'"),
+    ("unknown key", edit(insert={5: "kernel rbf"}), 5, "unknown key 'kernel'"),
+    ("key of another task", edit(insert={5: "p 0.1"}), 5, "key 'p' is not used by the binary task"),
     ("duplicate key", edit(insert={9: "C 2"}), 9, f"duplicate key 'C' (first on line {LINE['C']})"),
     ("missing key", edit(delete=[LINE["seed"]]), W_AT - 1, "missing key seed"),
     ("missing keys", edit(delete=[LINE["dual"], LINE["seed"]]), W_AT - 2, "missing keys dual, seed"),
@@ -288,7 +289,8 @@ def test_mutated_files_fail_only_with_model_error():
     (dict(labels=[1.0]), "labels: a binary model has 2 labels, found 1"),
     (dict(C=0.0), "C: 0.0 must be > 0"),
     (dict(seed=1.5), "seed: not an integer"),
-    (dict(task="ranking"), "unknown task 'ranking'"),
+    (dict(task="tagging"), "unknown task 'tagging'"),
+    (dict(task="ranking"), "the ranking task records no labels"),
     (dict(solver="my solver"), "solver: not a name"),
 ])
 def test_writer_refuses_invalid_models(tmp_path, changes, message):
@@ -441,3 +443,29 @@ def test_our_models_written_for_liblinear_predict_the_same(tmp_path, heart_scale
     assert replace(back, format="svmtrain", liblinear_solver=None, solver="dcd", C=m.C,
                    epsilon=m.epsilon, dual=m.dual, primal=m.primal, relative_gap=m.relative_gap,
                    examples=m.examples, seed=m.seed, epochs=m.epochs) == m
+
+
+@pytest.mark.parametrize("task, labels, shape, extra", [
+    ("multiclass", [3.0, 1.0, 7.0], (3, 6), dict(loss="zero-one", rescaling="margin")),
+    ("regression", [], (6,), dict(p=0.1)),
+    ("ranking", [], (6,), {}),
+    ("constraints", [], (6,), {}),
+    ("sequence", [1.0, 2.0], (2 * 6 + 3 * 2,), dict(loss="hamming", rescaling="slack")),
+])
+def test_every_task_round_trips_with_its_own_keys(tmp_path, task, labels, shape, extra):
+    rng = np.random.default_rng(1)
+    m = Model(task=task, mode="n-slack", C=2.0, bias=1.0, n_features=5, index_base=1,
+              labels=labels, w=rng.normal(size=shape), epsilon=1e-3, dual=1.0, primal=1.5,
+              relative_gap=1 / 3, examples=10, seed=1, epochs=3, **extra)
+    write_model(m, tmp_path / "m")
+    text = (tmp_path / "m").read_text()
+    assert ("labels" in text) == bool(labels)
+    for key, value in extra.items():
+        assert f"\n{key} {value}\n" in text
+    assert read_model(tmp_path / "m") == m
+    # a key the task needs is missing: the reader names it
+    key = next(iter(extra), None)
+    if key is not None:
+        (tmp_path / "bad").write_text("".join(l for l in text.splitlines(True) if not l.startswith(key + " ")))
+        with pytest.raises(ModelError, match=f"missing key {key}"):
+            read_model(tmp_path / "bad")
