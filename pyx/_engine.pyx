@@ -7,8 +7,16 @@ The problem (DESIGN.md "One problem, one engine"; Ramanan eq. 2 with C kept expl
 
     P(w)  = 1/2 ||w||^2 + sum_g C_g max(0, max_{c in g} (l_c - w.x_c)),   D(a) <= OPT <= P(w(a))
 
-A constraint is x_c = scale_c * X[row_c] (plus LIBLINEAR's implicit bias feature), so a task lists its
-constraints without copying the data: binary uses scale = y_i, regression +1 and -1 on the same row.
+A constraint is a short sum of shifted, scaled rows of a CSR store X (n_cols columns), so a task lists
+its constraints without copying the data:
+
+    x_c = sum_{t in [tptr_c, tptr_{c+1})}  s_t * shift(X[r_t], o_t)  (+ s_t * bias * e_{o_t + n_cols}
+                                                                        when the term carries the bias)
+
+where shift(x, o) puts column j of x at column o + j of w. Binary is one term per constraint (s = y_i,
+o = 0), regression two constraints on one row (+1 and -1), a ranking pair X[a] - X[b], a multiclass
+constraint row i at class block y_i (+1) and at block j (-1), a sequence the tokens' rows at their tag
+blocks plus transition counts on a "unit row". Terms may overlap (x_c may even be 0).
 
 Steps (Ramanan Alg. 1, re-derived; papers/README lists the slips in the printed eq. 12-15), with the
 gradient g_c = l_c - w.x_c and Q_c = ||x_c||^2:
@@ -34,28 +42,45 @@ group has one constraint (`singles`) a visit needs no group look-up either. Meas
 are 2x faster than with a group record, then a 48-byte constraint record, then indptr, and about 1.3x
 faster than with one 64-byte line per constraint (int32 indices alone: 1.15x). Nothing per epoch is
 O(n): the active count and the terms of `approximate_bounds` are kept up to date by the steps.
+
+Two layouts share that state. When every constraint is one unshifted term (binary, regression, raw
+constraints) the "one-row" layout keeps it exactly as above: (start, nnz) is the row's slice of the
+store and the term's scale sits in the kind table. Otherwise (the "terms" layout) (start, nnz) is the
+constraint's slice of a `Term` array (row slice, offset, scale, bias flag: 32 bytes a term), the kind
+table's scale is 1, and dot and axpy loop over the terms with w shifted by each offset. ||x_c||^2 and
+the pair step's x_j . x_k are exact: x_j is scattered into a dense scratch of n_w zeros, squared or
+dotted with x_k, and the touched entries cleared again.
 """
 
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc
 
 from _sparse cimport rand_below, row_axpy, row_dot, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
 
-# A constraint's row length and the row of `kinds` holding its (scale, margin, C): one 8-byte slot.
+# A constraint's length (row nonzeros, or terms in the terms layout) and the row of `kinds` holding its
+# (scale, margin, C): one 8-byte slot.
 cdef struct NnzKind:
     int32_t nnz
     int32_t kind
 
 cdef struct Kind:
-    double scale         # x_c = scale * X[row]
+    double scale         # x_c = scale * X[row] (1 in the terms layout: each term has its own)
     double margin        # l_c
     double C             # its group's C_g, read here by the one-constraint step
+
+# One term of a constraint in the terms layout: scale * shift(X[row], offset) (+ the bias feature).
+cdef struct Term:
+    int64_t start        # the row is indices/data[start : start + nnz]
+    int64_t offset       # placed at w[offset:]
+    double scale
+    int32_t nnz
+    int32_t bias_col     # n_cols when the term carries the bias feature, else -1
 
 cdef struct Group:
     int64_t start        # its constraints are [start : start + size], the active ones first
@@ -125,6 +150,20 @@ def _kind_table(triples, int64_t few=16):
     return table[:m].view(np.float64), index
 
 
+def _row_last_columns(const int64_t[::1] indptr, const int32_t[::1] indices):
+    """The largest column index of each row (-1 for an empty row)."""
+    n_rows = indptr.shape[0] - 1
+    out = np.full(n_rows, -1, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef int64_t i, p
+    with nogil:
+        for i in range(n_rows):
+            for p in range(indptr[i], indptr[i + 1]):
+                if indices[p] > o[i]:
+                    o[i] = indices[p]
+    return out
+
+
 cdef class DualCD:
     """The engine's state: constraints, alphas, w, the active set and the generator.
 
@@ -139,13 +178,16 @@ cdef class DualCD:
     cdef const int32_t* indices
     cdef const double* data
     cdef double bias
-    cdef int64_t bias_col
+    cdef int64_t bias_col         # the one-row layout's bias column (n_cols), or -1
     # the constraints, laid out group by group (structure of arrays, see the module docstring)
     cdef double* alpha_
     cdef double* q                # ||x_c||^2
-    cdef int64_t* start           # its row is indices/data[start : start + nnz]
+    cdef int64_t* start           # its row is indices/data[start : start + nnz]; in the terms layout
+                                  # its terms are terms[start : start + nnz]
     cdef NnzKind* nk
     cdef Kind* kinds
+    cdef Term* terms              # NULL in the one-row layout
+    cdef double* scratch          # terms layout: n_w zeros to scatter a constraint into
     cdef int64_t* ids             # its position in the caller's arrays
     cdef Group* grp
     cdef int64_t n_cons
@@ -156,7 +198,7 @@ cdef class DualCD:
     cdef bint singles             # every group has one constraint: group g is constraint g
     cdef double[::1] w_
     cdef double* w
-    cdef int64_t n_w              # n_cols (+1 with the bias feature); w_ has room for at least one
+    cdef int64_t n_w              # the length of w; w_ has room for at least one
     cdef uint64_t rng
     # Shrinking thresholds (LIBLINEAR's PGmax_old, -PGmin_old): the previous epoch's largest wish to
     # decrease and to increase a coordinate. A constraint at 0 whose gradient is below -M_dec, or a
@@ -179,6 +221,8 @@ cdef class DualCD:
         self.start = NULL
         self.nk = NULL
         self.kinds = NULL
+        self.terms = NULL
+        self.scratch = NULL
         self.ids = NULL
         self.grp = NULL
         self.groups = NULL
@@ -189,22 +233,31 @@ cdef class DualCD:
         free(self.start)
         free(self.nk)
         free(self.kinds)
+        free(self.terms)
+        free(self.scratch)
         free(self.ids)
         free(self.grp)
         free(self.groups)
 
-    def __init__(self, indptr, indices, data, row, scale, margin, group, C_group, alpha=None, *,
-                 int64_t n_cols, double bias=0.0, bint has_bias=False, uint64_t seed=1,
-                 bint shrinking=True):
+    def __init__(self, indptr, indices, data, tptr, term_row, term_scale, term_offset, term_bias,
+                 margin, group, C_group, alpha=None, *, int64_t n_cols, int64_t n_w=-1,
+                 double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True):
+        """The arrays of a `svmtrain.engine.ConstraintCache`, in its order; n_w < 0 means
+        n_cols (+1 with the bias feature)."""
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
-        row = np.ascontiguousarray(row, dtype=np.int64)
-        scale = np.ascontiguousarray(scale, dtype=np.float64)
+        tptr = np.ascontiguousarray(tptr, dtype=np.int64)
+        term_row = np.ascontiguousarray(term_row, dtype=np.int64)
+        term_scale = np.ascontiguousarray(term_scale, dtype=np.float64)
+        term_offset = np.asarray(term_offset, dtype=np.int64)   # may be a broadcast view (one_term)
+        term_bias = np.asarray(term_bias, dtype=bool)
         margin = np.ascontiguousarray(margin, dtype=np.float64)
         group = np.ascontiguousarray(group, dtype=np.int64)
         C_group = np.ascontiguousarray(C_group, dtype=np.float64)
-        n = row.shape[0]
+        if n_w < 0:
+            n_w = n_cols + (1 if has_bias else 0)
+        n = tptr.shape[0] - 1
         n_rows = indptr.shape[0] - 1
         n_groups = C_group.shape[0]
         # Validate once at the edge; the kernels below trust these arrays.
@@ -215,16 +268,38 @@ cdef class DualCD:
         if n_cols > INT32_MAX or n > INT32_MAX or (n_rows > 0 and np.max(np.diff(indptr)) > INT32_MAX):
             raise ValueError("the engine takes at most 2**31 - 1 columns, constraints and nonzeros per row")
         indices32 = _column_indices(indices, n_cols)
-        if scale.shape[0] != n or margin.shape[0] != n or group.shape[0] != n:
-            raise ValueError("row, scale, margin and group differ in length")
-        if n and (row.min() < 0 or row.max() >= n_rows):
-            raise ValueError("a constraint names a row outside the store")
+        lengths = np.diff(tptr)                  # terms per constraint
+        if n < 0 or tptr[0] != 0 or np.any(lengths < 0):
+            raise ValueError("tptr is not a valid term pointer")
+        n_terms = tptr[n]
+        if any(a.ndim != 1 or a.shape[0] != n_terms for a in (term_row, term_scale, term_offset, term_bias)):
+            raise ValueError("term_row, term_scale, term_offset and term_bias must hold tptr[-1] terms")
+        if n and np.max(lengths) > INT32_MAX:
+            raise ValueError("the engine takes at most 2**31 - 1 terms per constraint")
+        if margin.shape[0] != n or group.shape[0] != n:
+            raise ValueError("margin and group must hold one entry per constraint")
+        if n_terms and (term_row.min() < 0 or term_row.max() >= n_rows):
+            raise ValueError("a term names a row outside the store")
         if n and (group.min() < 0 or group.max() >= n_groups):
             raise ValueError("a constraint names a group outside [0, len(C_group))")
         if np.any(~np.isfinite(C_group)) or np.any(C_group < 0):
             raise ValueError("group bounds C_g must be finite and >= 0")
-        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(margin)) and np.all(np.isfinite(data))):
+        if not (np.all(np.isfinite(term_scale)) and np.all(np.isfinite(margin)) and np.all(np.isfinite(data))):
             raise ValueError("constraints must be finite")
+        if n_terms and term_offset.min() < 0:
+            raise ValueError("a term offset is negative")
+        # The one-row layout: every constraint is one unshifted term (binary, regression, raw rows).
+        one_row = (n_terms == n and bool(np.all(lengths == 1)) and not np.any(term_offset)
+                   and (not has_bias or bool(np.all(term_bias))))
+        # every column a term touches lies in w: o_t + (the row's last column, or n_cols for the bias)
+        if n_terms and not (one_row and n_w >= n_cols + (1 if has_bias else 0)):
+            if term_offset.max() > n_w:
+                raise ValueError("a term reaches past the n_w columns of w")
+            reach = term_offset + _row_last_columns(indptr, indices32)[term_row]
+            if has_bias:
+                reach = np.where(term_bias, term_offset + n_cols, reach)   # n_cols > every column
+            if reach.max() >= n_w:
+                raise ValueError("a term reaches past the n_w columns of w")
         if alpha is None:
             alpha = np.zeros(n, dtype=np.float64)
         else:
@@ -244,7 +319,7 @@ cdef class DualCD:
         self.data = <const double*> cnp.PyArray_DATA(data)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
-        self.n_w = n_cols + (1 if has_bias else 0)
+        self.n_w = n_w
         self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
         self.w = &self.w_[0]
         self.shrinking = shrinking
@@ -259,7 +334,8 @@ cdef class DualCD:
             order = np.arange(n, dtype=np.int64)      # already group by group (binary: one each)
         else:
             order = np.argsort(group, kind="stable").astype(np.int64)
-        kinds, kind = _kind_table(np.stack([scale, margin, C_group[group]], axis=1))
+        kinds, kind = _kind_table(np.stack([term_scale if one_row else np.ones(n), margin,
+                                            C_group[group]], axis=1))
         self.n_cons = n
         self.n_groups = n_groups
         self.singles = n == n_groups and bool(np.all(gsize == 1))
@@ -274,26 +350,52 @@ cdef class DualCD:
         if (self.alpha_ == NULL or self.q == NULL or self.start == NULL or self.nk == NULL
                 or self.kinds == NULL or self.ids == NULL or self.grp == NULL or self.groups == NULL):
             raise MemoryError("cannot allocate the constraint cache")
-        cdef const int64_t[::1] order_v = order, row_v = row, gsize_v = gsize, gstart_v = gstart
-        cdef const int64_t[::1] ptr_v = indptr
+        if not one_row:
+            self.terms = <Term*> malloc(max(n_terms, 1) * sizeof(Term))
+            self.scratch = <double*> calloc(max(n_w, 1), sizeof(double))
+            if self.terms == NULL or self.scratch == NULL:
+                raise MemoryError("cannot allocate the constraint cache")
+            term_offset = np.ascontiguousarray(term_offset)
+            term_bias = np.ascontiguousarray(term_bias).view(np.uint8)
+        else:                                                       # not read
+            term_offset, term_bias = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+        cdef const int64_t[::1] order_v = order, row_v = term_row, gsize_v = gsize, gstart_v = gstart
+        cdef const int64_t[::1] ptr_v = indptr, tptr_v = tptr
+        cdef const int64_t[::1] off_v = term_offset
+        cdef const uint8_t[::1] tbias_v = term_bias
         cdef const int32_t[::1] kind_v = kind
         cdef const double[:, ::1] kinds_v = kinds
-        cdef const double[::1] scale_v = scale, alpha_v = alpha, C_v = C_group
-        cdef int64_t k, c, g, n_c = n, n_g = n_groups
+        cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group
+        cdef int64_t k, c, g, t, r, n_c = n, n_g = n_groups, n_t = n_terms
+        cdef bint nonzero
         with nogil:
             for k in range(kinds_v.shape[0]):
                 self.kinds[k].scale = kinds_v[k, 0]
                 self.kinds[k].margin = kinds_v[k, 1]
                 self.kinds[k].C = kinds_v[k, 2]
+            for t in range(n_t if self.terms != NULL else 0):
+                r = row_v[t]
+                self.terms[t].start = ptr_v[r]
+                self.terms[t].nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
+                self.terms[t].offset = off_v[t]
+                self.terms[t].scale = scale_v[t]
+                self.terms[t].bias_col = <int32_t>n_cols if (has_bias and tbias_v[t]) else -1
             for k in range(n_c):
                 c = order_v[k]
-                self.start[k] = ptr_v[row_v[c]]
-                self.nk[k].nnz = <int32_t>(ptr_v[row_v[c] + 1] - ptr_v[row_v[c]])
                 self.nk[k].kind = kind_v[c]
                 self.ids[k] = c
                 self.alpha_[k] = alpha_v[c]
-                self.q[k] = scale_v[c] * scale_v[c] * row_sqnorm(
-                    self.data, self.start[k], self.start[k] + self.nk[k].nnz, self.bias, self.bias_col)
+                if self.terms == NULL:
+                    self.start[k] = ptr_v[row_v[c]]
+                    self.nk[k].nnz = <int32_t>(ptr_v[row_v[c] + 1] - ptr_v[row_v[c]])
+                    self.q[k] = scale_v[c] * scale_v[c] * row_sqnorm(
+                        self.data, self.start[k], self.start[k] + self.nk[k].nnz, self.bias, self.bias_col)
+                else:
+                    self.start[k] = tptr_v[c]
+                    self.nk[k].nnz = <int32_t>(tptr_v[c + 1] - tptr_v[c])
+                    self.q[k] = self._sqnorm(k, &nonzero)
+                    if not nonzero:
+                        self.nk[k].nnz = 0    # its terms cancel exactly: x_c = 0
             for g in range(n_g):
                 self.grp[g].start = gstart_v[g]
                 self.grp[g].size = gsize_v[g]
@@ -317,28 +419,104 @@ cdef class DualCD:
                     self._axpy(k, self.alpha_[k])
             self._norm_and_margin_sum(&self.est_ww, &self.est_la)
 
+    # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
+
     cdef inline Kind* _kind(self, int64_t k) noexcept nogil:
         return &self.kinds[self.nk[k].kind]
 
+    cdef inline double _dot(self, int64_t k, const double* v) noexcept nogil:
+        """v . x_c"""
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
+        cdef double r = 0.0
+        cdef Term* tm
+        if self.terms == NULL:
+            return self._kind(k).scale * row_dot(v, self.indices, self.data, s, e, self.bias, self.bias_col)
+        for t in range(s, e):
+            tm = &self.terms[t]
+            r += tm.scale * row_dot(v + tm.offset, self.indices, self.data, tm.start,
+                                    tm.start + tm.nnz, self.bias, tm.bias_col)
+        return r
+
+    cdef inline void _scatter(self, int64_t k, double d, double* v) noexcept nogil:
+        """v += d x_c"""
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
+        cdef Term* tm
+        if self.terms == NULL:
+            row_axpy(d * self._kind(k).scale, self.indices, self.data, s, e, self.bias, self.bias_col, v)
+            return
+        for t in range(s, e):
+            tm = &self.terms[t]
+            row_axpy(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz, self.bias,
+                     tm.bias_col, v + tm.offset)
+
     cdef inline double _gradient(self, int64_t k) noexcept nogil:
         """g_c = l_c - w.x_c"""
-        cdef Kind* kd = self._kind(k)
-        return kd.margin - kd.scale * row_dot(self.w, self.indices, self.data, self.start[k],
-                                              self.start[k] + self.nk[k].nnz, self.bias, self.bias_col)
+        return self._kind(k).margin - self._dot(k, self.w)
 
     cdef inline void _axpy(self, int64_t k, double d) noexcept nogil:
         """w += d x_c"""
-        row_axpy(d * self._kind(k).scale, self.indices, self.data, self.start[k],
-                 self.start[k] + self.nk[k].nnz, self.bias, self.bias_col, self.w)
+        self._scatter(k, d, self.w)
 
-    cdef inline double _cross(self, int64_t j, int64_t k) noexcept nogil:
+    cdef double _sqnorm(self, int64_t k, bint* nonzero) noexcept nogil:
+        """||x_c||^2 in the terms layout, exactly (terms may overlap); `nonzero`: is x_c != 0."""
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t, p, col
+        cdef double r = 0.0, v
+        cdef double* sc = self.scratch
+        cdef Term* tm
+        if e - s == 1:
+            tm = &self.terms[s]
+            nonzero[0] = True
+            return tm.scale * tm.scale * row_sqnorm(self.data, tm.start, tm.start + tm.nnz, self.bias,
+                                                    tm.bias_col)
+        nonzero[0] = False
+        self._scatter(k, 1.0, sc)
+        # read each touched entry once: square it and clear it (a repeated column then reads 0)
+        for t in range(s, e):
+            tm = &self.terms[t]
+            for p in range(tm.start, tm.start + tm.nnz + (1 if tm.bias_col >= 0 else 0)):
+                col = tm.offset + (self.indices[p] if p < tm.start + tm.nnz else tm.bias_col)
+                v = sc[col]
+                if v != 0.0:
+                    nonzero[0] = True
+                    r += v * v
+                    sc[col] = 0.0
+        return r
+
+    cdef double _cross(self, int64_t j, int64_t k) noexcept nogil:
         """x_j . x_k"""
-        cdef double s = self._kind(j).scale * self._kind(k).scale
+        cdef double s, r
         cdef int64_t sj = self.start[j], ej = sj + self.nk[j].nnz
         cdef int64_t sk = self.start[k], ek = sk + self.nk[k].nnz
-        if sj == sk and ej == ek:   # the same row
-            return s * row_sqnorm(self.data, sj, ej, self.bias, self.bias_col)
-        return s * row_row_dot(self.indices, self.data, sj, ej, sk, ek, self.bias, self.bias_col)
+        cdef int64_t t, p, bc
+        cdef Term* a
+        cdef Term* b
+        if self.terms == NULL:
+            s = self._kind(j).scale * self._kind(k).scale
+            if sj == sk and ej == ek:   # the same row
+                return s * row_sqnorm(self.data, sj, ej, self.bias, self.bias_col)
+            return s * row_row_dot(self.indices, self.data, sj, ej, sk, ek, self.bias, self.bias_col)
+        if sj == ej or sk == ek:        # x = 0
+            return 0.0
+        a = &self.terms[sj]
+        b = &self.terms[sk]
+        if ej - sj == 1 and ek - sk == 1 and a.offset == b.offset:
+            # one term each in the same place: the one-row products (the bias only if both carry it)
+            s = a.scale * b.scale
+            bc = a.bias_col if a.bias_col == b.bias_col else -1
+            if a.start == b.start and a.nnz == b.nnz:
+                return s * row_sqnorm(self.data, a.start, a.start + a.nnz, self.bias, bc)
+            return s * row_row_dot(self.indices, self.data, a.start, a.start + a.nnz,
+                                   b.start, b.start + b.nnz, self.bias, bc)
+        # scatter x_j, read it with x_k, clear what x_j touched
+        self._scatter(j, 1.0, self.scratch)
+        r = self._dot(k, self.scratch)
+        for t in range(sj, ej):
+            a = &self.terms[t]
+            for p in range(a.start, a.start + a.nnz):
+                self.scratch[a.offset + self.indices[p]] = 0.0
+            if a.bias_col >= 0:
+                self.scratch[a.offset + a.bias_col] = 0.0
+        return r
 
     cdef inline void _swap(self, int64_t j, int64_t k) noexcept nogil:
         """Exchange the places of constraints j and k (within a group)."""
@@ -405,12 +583,10 @@ cdef class DualCD:
     cdef inline double _visit_single(self, int64_t k, Tally* t) noexcept nogil:
         """LIBLINEAR's step for a group of one constraint; returns its violation, or -1 if shrunk."""
         cdef Kind* kd = self._kind(k)
-        cdef int64_t start = self.start[k], end = start + self.nk[k].nnz
         cdef double Cg = kd.C
         cdef double a = self.alpha_[k]
         cdef double q = self.q[k]
-        cdef double wx = kd.scale * row_dot(self.w, self.indices, self.data, start, end,
-                                            self.bias, self.bias_col)
+        cdef double wx = self._dot(k, self.w)
         cdef double G = kd.margin - wx
         cdef double loss = Cg * G if G > 0.0 else 0.0
         cdef double pg, new_a, d
@@ -440,8 +616,7 @@ cdef class DualCD:
                 new_a = Cg if G > 0.0 else 0.0
             if new_a != a:
                 d = new_a - a
-                row_axpy(d * kd.scale, self.indices, self.data, start, end, self.bias, self.bias_col,
-                         self.w)
+                self._scatter(k, d, self.w)
                 self.alpha_[k] = new_a   # exactly on the bound when clipped: no rounding drift
                 t.steps += 1
                 self.est_ww += d * (2.0 * wx + d * q)      # ||w + d x_c||^2

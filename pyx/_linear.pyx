@@ -58,3 +58,42 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
                 s = t
     acc[0] = s
     acc[1] = comp
+
+
+def term_dots(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+              int64_t n_cols, const int64_t[::1] tptr, const int64_t[::1] term_row,
+              const double[::1] term_scale, const int64_t[::1] term_offset, term_bias,
+              const double[::1] w, double bias):
+    """w . x_c for constraints given as terms (svmtrain.tasks.base.Constraints)."""
+    cdef int64_t m = tptr.shape[0] - 1, n_rows = indptr.shape[0] - 1
+    cdef const unsigned char[::1] has_bias = np.ascontiguousarray(term_bias, dtype=np.uint8)
+    cdef int64_t t, c, r, p, o
+    if m < 0 or tptr[0] != 0 or tptr[m] > term_row.shape[0]:
+        raise ValueError("inconsistent constraint terms")
+    for t in range(tptr[m]):
+        r = term_row[t]
+        if r < 0 or r >= n_rows:
+            raise ValueError("a term names a row outside the store")
+        o = term_offset[t]
+        # the columns a term touches: its row's columns, and the bias column when it has one
+        if o < 0 or (indptr[r + 1] > indptr[r] and o + min(indices[indptr[r + 1] - 1] + 1, n_cols) > w.shape[0]) \
+                or (has_bias[t] and o + n_cols >= w.shape[0]):
+            raise ValueError("a term reaches beyond w")
+    out = np.zeros(m, dtype=np.float64)
+    cdef double[::1] res = out
+    cdef double s, d
+    with nogil:
+        for c in range(m):
+            s = 0.0
+            for t in range(tptr[c], tptr[c + 1]):
+                r = term_row[t]
+                o = term_offset[t]
+                d = 0.0
+                for p in range(indptr[r], indptr[r + 1]):
+                    if indices[p] < n_cols:
+                        d = d + w[o + indices[p]] * data[p]
+                if has_bias[t]:
+                    d = d + w[o + n_cols] * bias
+                s = s + term_scale[t] * d
+            res[c] = s
+    return out

@@ -91,3 +91,8 @@ class FileSummary:
         if self.rows_with_cost:
             lines.append(f"costs     on {self.rows_with_cost} rows")
         return "\n".join(lines)
+
+
+from svmtools.conll import conll2svm, svm2conll  # noqa: E402  (the commands live in svmtools/conll.py)
+main.add_command(conll2svm)
+main.add_command(svm2conll)

@@ -79,6 +79,57 @@ class Block:
     def nnz(self) -> int:
         return len(self.data)
 
+    def rows(self, start: int, stop: int) -> "Block":
+        """Rows start..stop-1 as a block of their own (arrays are views where possible)."""
+        a, b = int(self.indptr[start]), int(self.indptr[stop])
+        indices = self.indices[a:b]
+        return Block(self.indptr[start:stop + 1] - a, indices, self.data[a:b],
+                     self.target[start:stop], self.qid[start:stop], self.cost[start:stop],
+                     self.line[start:stop], int(indices.max()) + 1 if len(indices) else 0, 0)
+
+
+def concat_blocks(blocks) -> "Block":
+    """One block of the rows of several, in order."""
+    blocks = list(blocks)
+    if len(blocks) == 1:
+        return blocks[0]
+    if not blocks:
+        return _empty_block()
+    offsets = np.cumsum([0] + [b.nnz for b in blocks[:-1]])
+    indptr = np.concatenate([[0]] + [b.indptr[1:] + o for b, o in zip(blocks, offsets)])
+    cat = np.concatenate
+    return Block(indptr.astype(np.int64), cat([b.indices for b in blocks]), cat([b.data for b in blocks]),
+                 cat([b.target for b in blocks]), cat([b.qid for b in blocks]),
+                 cat([b.cost for b in blocks]), cat([b.line for b in blocks]),
+                 max(b.n_features for b in blocks), sum(b.nbytes for b in blocks))
+
+
+def whole_examples(blocks, grouping):
+    """Blocks re-cut so that no example straddles two.
+
+    grouping "row": every row is an example (blocks pass through, memory stays one block);
+    "consecutive": an example is a run of rows with one qid (a sentence): the last run of a block
+    waits for the next; "whole": examples are spread over the file (ranking queries): one block.
+    """
+    if grouping == "row":
+        yield from blocks
+        return
+    if grouping == "whole":
+        yield concat_blocks(list(blocks))
+        return
+    pending = []
+    for block in blocks:
+        joined = concat_blocks(pending + [block])
+        if joined.n_rows == 0:
+            continue
+        changes = np.flatnonzero(joined.qid[1:] != joined.qid[:-1])
+        start = int(changes[-1]) + 1 if len(changes) else 0
+        if start:
+            yield joined.rows(0, start)
+        pending = [joined.rows(start, joined.n_rows)]
+    if pending:
+        yield concat_blocks(pending)
+
 
 def _empty_block(nbytes: int = 0) -> Block:
     i8, f8 = np.empty(0, np.int64), np.empty(0, np.float64)

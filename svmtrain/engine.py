@@ -17,26 +17,60 @@ from svmtrain._engine import DualCD
 
 @dataclass
 class ConstraintCache:
-    """Constraints x_c = scale_c * X[row_c] with margins l_c, in groups g sharing one slack (C_g).
+    """Constraints with margins l_c, in groups g sharing one slack (C_g); each constraint is a short sum
+    of shifted, scaled rows of a CSR store X (indptr, indices, data) of n_cols columns:
 
-    X is a CSR store (indptr, indices, data) of n_cols columns; `bias`, when not None, is the value of
-    LIBLINEAR's implicit constant feature, whose weight is the last entry of w.
+        x_c = sum_{t in [tptr[c], tptr[c+1])}  term_scale[t] * shift(X[term_row[t]], term_offset[t])
+                                               (+ term_scale[t] * bias * e_{term_offset[t] + n_cols}
+                                                  when bias is not None and term_bias[t])
+
+    shift(x, o) puts column j of x at column o + j of w, which has n_w entries: every column a term
+    touches must lie below n_w. `bias`, when not None, is the value of LIBLINEAR's implicit constant
+    feature. Tasks place class (or tag) block k at offset k * (n_cols + (bias is not None)), its bias
+    weight at k * width + n_cols; the engine knows only offsets.
     """
 
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
     n_cols: int
-    row: np.ndarray
-    scale: np.ndarray
+    tptr: np.ndarray          # int64, n_constraints + 1
+    term_row: np.ndarray      # int64 per term
+    term_scale: np.ndarray    # float64 per term
+    term_offset: np.ndarray   # int64 per term
+    term_bias: np.ndarray     # bool per term: does the term carry the bias feature
     margin: np.ndarray
     group: np.ndarray
     C_group: np.ndarray
+    n_w: int
     bias: Optional[float] = None
+
+    @classmethod
+    def one_term(cls, indptr, indices, data, n_cols, row, scale, margin, group, C_group, bias=None):
+        """x_c = scale_c * X[row_c] (+ the bias feature), unshifted: binary, regression, raw
+        constraints. Costs one int64 per constraint over the row and scale arrays (no copies of them
+        when they are int64 / float64 already): the offsets and bias flags are broadcast views."""
+        row = np.asarray(row, dtype=np.int64)
+        n = row.shape[0]
+        return cls(indptr, indices, data, int(n_cols), np.arange(n + 1, dtype=np.int64), row,
+                   np.asarray(scale, dtype=np.float64), np.broadcast_to(np.int64(0), (n,)),
+                   np.broadcast_to(np.bool_(bias is not None), (n,)), margin, group, C_group,
+                   int(n_cols) + (bias is not None), bias)
 
     @property
     def n_constraints(self):
-        return len(self.row)
+        return len(self.tptr) - 1
+
+    @property
+    def n_terms(self):
+        return int(self.tptr[-1])
+
+    def engine(self, alpha=None, *, seed=1, shrinking=True):
+        """The engine over this cache (hot-started from `alpha` when given)."""
+        return DualCD(self.indptr, self.indices, self.data, self.tptr, self.term_row, self.term_scale,
+                      self.term_offset, self.term_bias, self.margin, self.group, self.C_group, alpha,
+                      n_cols=self.n_cols, n_w=self.n_w, bias=self.bias or 0.0,
+                      has_bias=self.bias is not None, seed=seed, shrinking=shrinking)
 
 
 @dataclass
@@ -89,10 +123,7 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     with shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
     """
     start = time.perf_counter()
-    engine = DualCD(cache.indptr, cache.indices, cache.data, cache.row, cache.scale,
-                    cache.margin, cache.group, cache.C_group, alpha,
-                    n_cols=cache.n_cols, bias=cache.bias or 0.0, has_bias=cache.bias is not None,
-                    seed=seed, shrinking=shrinking)
+    engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
     records = []
     converged = False
     epoch = 0

@@ -2,9 +2,10 @@
 
     P(w) = 1/2 ||w||^2 + sum_i C_i max(0, max_j (l_ij - w . x_ij))
 
-The loss is summed row by row in file order with a compensation carried across blocks, so the value
-does not depend on how the data was cut into blocks: `verify-bound` streaming a file reproduces the
-figure that training recorded, bit for bit.
+The loss is summed example by example in file order with a compensation carried across blocks, so
+the value does not depend on how the data was cut into blocks: `verify-bound` streaming a file
+reproduces the figure that training recorded, bit for bit. Examples that span several rows (a
+sentence, a query) are put back together across block boundaries first.
 """
 
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from svmtrain._linear import hinge_sum
+from svmtrain.data import whole_examples
 
 
 @dataclass
@@ -23,15 +25,18 @@ class PrimalValue:
 
 
 class PrimalAccumulator:
+    """Sums the loss over blocks of whole examples (see svmtrain.data.whole_examples)."""
+
     def __init__(self, task, w, geometry, C, path):
         self.task, self.w, self.geometry, self.C, self.path = task, w, geometry, C, path
         self.acc = np.zeros(2)
         self.examples = 0
 
     def add(self, block):
-        v = self.task.costs(block, self.C) * self.task.violations(self.w, block, self.path, self.geometry)
+        v = self.task.violations(self.w, block, self.path, self.geometry)   # validates the rows first
+        v = self.task.costs(block, self.C) * v
         hinge_sum(np.ascontiguousarray(v, dtype=np.float64), self.acc)
-        self.examples += block.n_rows
+        self.examples += len(v)
 
     def value(self):
         regularizer = 0.5 * float(np.dot(self.w.ravel(), self.w.ravel()))
@@ -41,7 +46,7 @@ class PrimalAccumulator:
 
 def primal(task, w, geometry, C, blocks, path):
     acc = PrimalAccumulator(task, w, geometry, C, path)
-    for block in blocks:
+    for block in whole_examples(blocks, task.grouping):
         acc.add(block)
     return acc.value()
 

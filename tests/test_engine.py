@@ -10,6 +10,7 @@ from svmtrain.engine import ConstraintCache, relative_gap, solve
 
 
 def random_cache(seed, n_rows=14, n_cols=6, n_groups=5, density=0.6, bias=None, shared_rows=False):
+    """One term per constraint (the one-row layout): x_c = scale_c X[row_c]."""
     rng = np.random.default_rng(seed)
     X = sp.random(n_rows, n_cols, density=density, random_state=seed, format="csr")
     X.data = rng.normal(size=X.nnz)
@@ -17,29 +18,103 @@ def random_cache(seed, n_rows=14, n_cols=6, n_groups=5, density=0.6, bias=None, 
     n = n_rows * 2 if shared_rows else n_rows
     row = np.concatenate([np.arange(n_rows)] * 2) if shared_rows else np.arange(n_rows)
     group = np.concatenate([np.arange(n_groups), rng.integers(0, n_groups, n - n_groups)])
-    return ConstraintCache(
+    return ConstraintCache.one_term(
         indptr=X.indptr.astype(np.int64), indices=X.indices.astype(np.int64), data=X.data,
         n_cols=n_cols, row=row, scale=rng.choice([-1.0, 1.0], n) * rng.uniform(0.5, 2.0, n),
         margin=rng.uniform(-0.5, 2.0, n), group=group, C_group=rng.uniform(0.1, 3.0, n_groups),
         bias=bias)
 
 
+def random_store(rng, seed, n_rows, n_cols, density, unit_row):
+    """A CSR store, plus (unit_row) a last row with one 1.0 in column 0, as the sequence task has."""
+    X = sp.random(n_rows, n_cols, density=density, random_state=seed, format="csr")
+    X.data = rng.normal(size=X.nnz)
+    if unit_row:
+        X = sp.vstack([X, sp.csr_matrix(([1.0], ([0], [0])), shape=(1, n_cols))]).tocsr()
+    X.sort_indices()
+    return X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
+
+
+def terms_cache(store, n_cols, terms, margin, group, C_group, n_w, bias=None):
+    """A cache from a list of constraints, each a list of (row, scale, offset, carries_bias) terms."""
+    tptr = np.concatenate([[0], np.cumsum([len(t) for t in terms])]).astype(np.int64)
+    flat = [term for ts in terms for term in ts]
+    col = (lambda i, dtype: np.array([t[i] for t in flat], dtype=dtype).reshape(-1))
+    return ConstraintCache(*store, n_cols=n_cols, tptr=tptr, term_row=col(0, np.int64),
+                           term_scale=col(1, np.float64), term_offset=col(2, np.int64),
+                           term_bias=col(3, bool), margin=np.asarray(margin, np.float64),
+                           group=np.asarray(group, np.int64), C_group=np.asarray(C_group, np.float64),
+                           n_w=n_w, bias=bias)
+
+
+def random_terms_cache(seed, n_rows=10, n_cols=5, n_cons=24, n_groups=6, bias=None, max_terms=4):
+    """Constraints of 0 to max_terms terms: shared rows, rows repeated in one constraint (at the same
+    offset and at overlapping ones), blocks at any offset, the bias on some terms, a unit row placed
+    at "transition" columns near the end of w (where offset + n_cols passes n_w), and one constraint
+    whose two terms cancel (x_c = 0)."""
+    rng = np.random.default_rng(seed)
+    store = random_store(rng, seed, n_rows, n_cols, 0.6, unit_row=True)
+    unit = n_rows
+    width = n_cols + (bias is not None)
+    n_w = 3 * width + 4
+    terms = []
+    for c in range(n_cons):
+        ts = []
+        for _ in range(rng.integers(0 if c % 11 == 5 else 1, max_terms + 1)):
+            kind = rng.random()
+            if kind < 0.15:      # a transition count on the unit row
+                ts.append((unit, float(rng.integers(-2, 3)), 3 * width + rng.integers(0, 4), False))
+            elif kind < 0.3 and ts and ts[0][0] != unit:   # the first row again, at its offset
+                ts.append((ts[0][0], rng.normal(), ts[0][2], ts[0][3]))
+            else:
+                ts.append((rng.integers(0, n_rows), rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 2.0),
+                           rng.integers(0, 3 * width - n_cols), bool(rng.random() < 0.5)))
+        terms.append(ts)
+    r, o = rng.integers(0, n_rows), width
+    terms[3] = [(r, 1.0, o, True), (r, -1.0, o, True)]           # x = 0
+    group = np.concatenate([np.arange(n_groups), rng.integers(0, n_groups, n_cons - n_groups)])
+    return terms_cache(store, n_cols, terms, rng.uniform(-0.5, 2.0, n_cons), group,
+                       rng.uniform(0.1, 3.0, n_groups), n_w, bias)
+
+
+def multiclass_cache(seed, n=10, n_cols=5, K=4, C=0.3, bias=None):
+    """Crammer-Singer: x_ij = phi(x_i, y_i) - phi(x_i, j) for every j, j == y_i included (x = 0,
+    l = 0), one group (slack) per example; class block k at offset k * width."""
+    rng = np.random.default_rng(seed)
+    store = random_store(rng, seed, n, n_cols, 0.7, unit_row=False)
+    y = rng.integers(0, K, n)
+    width = n_cols + (bias is not None)
+    terms = [[(i, 1.0, y[i] * width, True), (i, -1.0, j * width, True)] for i in range(n) for j in range(K)]
+    margin = [float(j != y[i]) for i in range(n) for j in range(K)]
+    group = np.repeat(np.arange(n), K)
+    return terms_cache(store, n_cols, terms, margin, group, np.full(n, C), K * width, bias)
+
+
 def dense_constraints(c):
-    X = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(len(c.indptr) - 1, c.n_cols)).toarray()
-    if c.bias is not None:
-        X = np.hstack([X, np.full((X.shape[0], 1), c.bias)])
-    return X[c.row] * c.scale[:, None]
+    """The constraint vectors x_c as the rows of a dense matrix (n_constraints x n_w)."""
+    A = np.zeros((c.n_constraints, c.n_w))
+    for k in range(c.n_constraints):
+        for t in range(c.tptr[k], c.tptr[k + 1]):
+            r, s, o = c.term_row[t], c.term_scale[t], c.term_offset[t]
+            lo, hi = c.indptr[r], c.indptr[r + 1]
+            np.add.at(A[k], o + c.indices[lo:hi], s * c.data[lo:hi])
+            if c.bias is not None and c.term_bias[t]:
+                A[k, o + c.n_cols] += s * c.bias
+    return A
 
 
-def project_capped_simplex(v, cap):
-    """Euclidean projection onto {a >= 0, sum(a) <= cap}."""
-    a = np.maximum(v, 0.0)
-    if a.sum() <= cap:
-        return a
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - cap
-    k = np.nonzero(u - css / np.arange(1, len(u) + 1) > 0)[0][-1]
-    return np.maximum(v - css[k] / (k + 1), 0.0)
+def project_capped_simplices(V, cap):
+    """Row by row, the Euclidean projection onto {a >= 0, sum(a) <= cap}; rows padded with -inf."""
+    A = np.maximum(V, 0.0)
+    over = A.sum(axis=1) > cap
+    if np.any(over):
+        U = -np.sort(-V[over], axis=1)
+        css = np.cumsum(np.where(np.isfinite(U), U, 0.0), axis=1) - cap[over, None]
+        j = np.arange(1, U.shape[1] + 1)
+        k = (U - css / j > 0).cumsum(axis=1).argmax(axis=1)     # the last index where it holds
+        theta = css[np.arange(len(k)), k] / (k + 1)
+        A[over] = np.maximum(V[over] - theta[:, None], 0.0)
+    return A
 
 
 def brute_force(c, iterations=20000):
@@ -48,12 +123,17 @@ def brute_force(c, iterations=20000):
     A = dense_constraints(c)
     K = A @ A.T
     L = max(np.linalg.eigvalsh(K).max(), 1e-12)
-    members = [np.nonzero(c.group == g)[0] for g in range(len(c.C_group))]
+    # the groups as the rows of a padded matrix, to project them all at once
+    order = np.argsort(c.group, kind="stable")
+    size = np.bincount(c.group, minlength=len(c.C_group))
+    slot = np.arange(len(order)) - np.repeat(np.cumsum(size) - size, size)
+    cells = (c.group[order], slot)
 
     def project(v):
+        V = np.full((len(size), max(size.max(initial=0), 1)), -np.inf)
+        V[cells] = v[order]
         out = np.empty_like(v)
-        for g, idx in enumerate(members):
-            out[idx] = project_capped_simplex(v[idx], c.C_group[g])
+        out[order] = project_capped_simplices(V, c.C_group)[cells]
         return out
 
     a = y = np.zeros(A.shape[0])
@@ -73,10 +153,19 @@ def primal(c, w):
     return 0.5 * w @ w + loss
 
 
+def make_cache(kind, seed):
+    if kind.startswith("terms"):
+        return random_terms_cache(seed, bias=1.5 if kind == "terms_bias" else None)
+    if kind.startswith("multiclass"):
+        return multiclass_cache(seed, bias=1.5 if kind == "multiclass_bias" else None)
+    return random_cache(seed, bias=1.5 if kind == "bias" else None, shared_rows=kind == "shared_rows")
+
+
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("kind", ["plain", "bias", "shared_rows"])
+@pytest.mark.parametrize("kind", ["plain", "bias", "shared_rows", "terms", "terms_bias", "multiclass",
+                                  "multiclass_bias"])
 def test_engine_reaches_the_brute_force_optimum(seed, kind):
-    c = random_cache(seed, bias=1.5 if kind == "bias" else None, shared_rows=kind == "shared_rows")
+    c = make_cache(kind, seed)
     opt, A = brute_force(c)
     sol = solve(c, epsilon=1e-10, max_epochs=20000, seed=seed)
     assert sol.converged
@@ -133,55 +222,139 @@ def test_shrinking_does_not_change_the_optimum():
 
 def test_degenerate_problems():
     # zero rows (x_c = 0) and no columns at all: the dual is linear, alphas go to the bounds
-    c = ConstraintCache(indptr=np.zeros(4, np.int64), indices=np.zeros(0, np.int64),
-                        data=np.zeros(0), n_cols=0, row=np.arange(3), scale=np.ones(3),
-                        margin=np.array([1.0, -1.0, 0.5]), group=np.array([0, 1, 1]),
-                        C_group=np.array([2.0, 1.0]))
+    c = ConstraintCache.one_term(indptr=np.zeros(4, np.int64), indices=np.zeros(0, np.int64),
+                                 data=np.zeros(0), n_cols=0, row=np.arange(3), scale=np.ones(3),
+                                 margin=np.array([1.0, -1.0, 0.5]), group=np.array([0, 1, 1]),
+                                 C_group=np.array([2.0, 1.0]))
     sol = solve(c, epsilon=1e-12, max_epochs=100, seed=1)
     assert sol.converged
     assert sol.dual == pytest.approx(2.0 * 1.0 + 1.0 * 0.5)
     assert sol.primal == pytest.approx(sol.dual)
+    # the same with terms: no terms at all, terms that cancel, and a term on an empty row
+    store = (np.array([0, 1, 1]), np.array([1]), np.array([2.0]))
+    c = terms_cache(store, 2, [[], [(0, 1.0, 1, True), (0, -1.0, 1, True)], [(1, 3.0, 0, True)]],
+                    [1.0, -1.0, 0.5], [0, 1, 1], [2.0, 1.0], n_w=4, bias=0.5)
+    c.bias = None
+    sol = solve(c, epsilon=1e-12, max_epochs=100, seed=1)
+    assert sol.converged and sol.dual == pytest.approx(2.5) and sol.primal == pytest.approx(2.5)
+    assert sol.w.shape == (4,) and not sol.w.any()
     # an empty cache
-    empty = ConstraintCache(indptr=np.zeros(1, np.int64), indices=np.zeros(0, np.int64),
-                            data=np.zeros(0), n_cols=3, row=np.zeros(0, np.int64),
-                            scale=np.zeros(0), margin=np.zeros(0), group=np.zeros(0, np.int64),
-                            C_group=np.zeros(0))
+    empty = ConstraintCache.one_term(indptr=np.zeros(1, np.int64), indices=np.zeros(0, np.int64),
+                                     data=np.zeros(0), n_cols=3, row=np.zeros(0, np.int64),
+                                     scale=np.zeros(0), margin=np.zeros(0), group=np.zeros(0, np.int64),
+                                     C_group=np.zeros(0))
     sol = solve(empty, epsilon=1e-3, max_epochs=5, seed=1)
     assert sol.converged and sol.primal == 0.0 and sol.dual == 0.0 and sol.w.shape == (3,)
 
 
-def test_the_edge_rejects_inconsistent_arrays():
-    c = random_cache(1)
-    args = [c.indptr, c.indices, c.data, c.row, c.scale, c.margin, c.group, c.C_group]
-    with pytest.raises(ValueError, match="column index"):
-        DualCD(*args, n_cols=2)
-    bad = list(args)
-    bad[6] = c.group + 100
-    with pytest.raises(ValueError, match="group"):
-        DualCD(*bad, n_cols=c.n_cols)
-    bad = list(args)
-    bad[5] = np.full_like(c.margin, np.nan)
-    with pytest.raises(ValueError, match="finite"):
-        DualCD(*bad, n_cols=c.n_cols)
-    # the engine keeps int32 column indices
-    with pytest.raises(ValueError, match="2\\*\\*31 - 1 columns"):
-        DualCD(*args, n_cols=2**31)
+def engine_args(c):
+    return dict(indptr=c.indptr, indices=c.indices, data=c.data, tptr=c.tptr, term_row=c.term_row,
+                term_scale=c.term_scale, term_offset=c.term_offset, term_bias=c.term_bias,
+                margin=c.margin, group=c.group, C_group=c.C_group, n_cols=c.n_cols, n_w=c.n_w,
+                bias=c.bias or 0.0, has_bias=c.bias is not None)
 
 
-@pytest.mark.parametrize("kind", ["binary", "groups"])
+@pytest.mark.parametrize("make", [lambda: random_cache(1), lambda: random_terms_cache(1, bias=1.0)])
+def test_the_edge_rejects_inconsistent_arrays(make):
+    c = make()
+    ok = engine_args(c)
+    DualCD(**ok)
+
+    def rejects(match, **change):
+        with pytest.raises(ValueError, match=match):
+            DualCD(**{**ok, **change})
+
+    rejects("column index", n_cols=2)
+    rejects("group", group=c.group + 100)
+    rejects("finite", margin=np.full_like(c.margin, np.nan))
+    rejects("finite", term_scale=np.full(c.n_terms, np.inf))
+    rejects("2\\*\\*31 - 1 columns", n_cols=2**31)       # the engine keeps int32 column indices
+    rejects("term pointer", tptr=c.tptr[::-1].copy())
+    rejects("tptr\\[-1\\] terms", term_row=c.term_row[:-1])
+    rejects("tptr\\[-1\\] terms", term_bias=np.ones(c.n_terms + 1, bool))
+    rejects("row outside", term_row=np.full(c.n_terms, len(c.indptr) - 1))
+    rejects("negative", term_offset=np.full(c.n_terms, -1))
+    rejects("one entry per constraint", margin=c.margin[:-1])
+    # every column a term touches must lie in w: rows by their last column, the bias at n_cols
+    last = np.array([c.indices[c.indptr[r]:c.indptr[r + 1]].max(initial=-1) for r in range(len(c.indptr) - 1)])
+    reach = np.where(c.term_bias & (c.bias is not None), c.term_offset + c.n_cols,
+                     c.term_offset + last[c.term_row]).max()
+    DualCD(**{**ok, "n_w": int(reach) + 1})
+    rejects("n_w", n_w=int(reach))
+    rejects("n_w", term_offset=np.full(c.n_terms, c.n_w + 5))
+
+
+def test_touched_columns_decide_n_w():
+    """A unit row (one entry in column 0) may sit at the last column of w, although offset + n_cols
+    passes n_w: only the columns a term touches must fit, and the bias column only for terms with it."""
+    store = (np.array([0, 2, 3]), np.array([0, 3, 0]), np.array([1.0, 2.0, 1.0]))   # row 1: unit row
+    n_cols, width = 4, 5                       # with the bias: two blocks of width 5, then 2 columns
+    c = terms_cache(store, n_cols, [[(0, 1.0, 0, True), (0, -1.0, width, True), (1, 2.0, 11, False)]],
+                    [1.0], [0], [1.0], n_w=12, bias=1.0)
+    sol = solve(c, epsilon=1e-12, max_epochs=100, seed=1)
+    x = dense_constraints(c)[0]
+    assert x.tolist() == [1, 0, 0, 2, 1, -1, 0, 0, -2, -1, 0, 2]
+    assert sol.w == pytest.approx(sol.alpha[0] * x, abs=1e-15)
+    with pytest.raises(ValueError, match="n_w"):   # the unit row's bias column would be 15
+        DualCD(**{**engine_args(c), "term_bias": np.ones(3, bool)})
+
+
+def test_the_terms_layout_computes_what_the_one_row_layout_does():
+    """A one-term cache whose terms do not carry the bias (but a bias is set) takes the terms layout;
+    it is the same problem as without the bias, and the steps must be the same, bit for bit."""
+    c = random_cache(6, n_rows=40, n_groups=12, shared_rows=True)
+    t = ConstraintCache(c.indptr, c.indices, c.data, c.n_cols, c.tptr, c.term_row, c.term_scale,
+                        c.term_offset, np.zeros(c.n_terms, bool), c.margin, c.group, c.C_group,
+                        n_w=c.n_cols + 1, bias=2.0)
+    for shrinking in (True, False):
+        a = solve(c, epsilon=1e-9, max_epochs=5000, seed=3, shrinking=shrinking)
+        b = solve(t, epsilon=1e-9, max_epochs=5000, seed=3, shrinking=shrinking)
+        assert b.w[-1] == 0.0 and b.w[:-1].tobytes() == a.w.tobytes()
+        assert b.alpha.tobytes() == a.alpha.tobytes() and b.epochs == a.epochs
+
+
+def test_multiclass_pair_steps_reach_the_optimum_at_the_bound():
+    """Crammer-Singer with a small C: examples' groups sit at their bound with several support
+    constraints, which only pair steps reach (a single step cannot move mass inside a full group)."""
+    c = multiclass_cache(7, n=16, K=5, C=0.05, bias=1.0)
+    opt, A = brute_force(c)
+    sol = solve(c, epsilon=1e-11, max_epochs=50000, seed=1)
+    assert sol.converged and sol.dual == pytest.approx(opt, rel=1e-8)
+    sums = np.bincount(c.group, weights=sol.alpha)
+    support = np.bincount(c.group, weights=sol.alpha > 1e-9 * 0.05)
+    assert np.any((sums >= 0.05 * (1 - 1e-12)) & (support >= 2))
+    assert np.allclose(sol.w, A.T @ sol.alpha, atol=1e-12)
+
+
+def test_terms_determinism_hot_start_and_shrinking():
+    c = random_terms_cache(12, n_rows=20, n_cons=80, n_groups=15, bias=1.0)
+    a = solve(c, epsilon=1e-10, max_epochs=50000, seed=7)
+    b = solve(c, epsilon=1e-10, max_epochs=50000, seed=7)
+    assert a.converged and a.w.tobytes() == b.w.tobytes() and a.alpha.tobytes() == b.alpha.tobytes()
+    without = solve(c, epsilon=1e-10, max_epochs=50000, seed=7, shrinking=False)
+    assert without.dual == pytest.approx(a.dual, rel=1e-9)
+    # a hot start from the optimum stops at once (at a gap the approximate bound can see)
+    again = solve(c, epsilon=1e-9, max_epochs=50000, seed=1, alpha=a.alpha)
+    assert again.epochs <= 2 and again.dual == pytest.approx(a.dual, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["binary", "groups", "terms", "multiclass"])
 def test_approximate_bounds_keep_up_with_the_steps(kind):
     """approximate_bounds() is O(1): ||w||^2 and sum l_c a_c are updated by each step (single and pair),
     so its dual must match the one computed afresh from alpha and w, shrinking or not."""
     if kind == "binary":   # LIBLINEAR's case: groups of one, scale +-1, one C (the two-kind table)
         c = random_cache(4, n_rows=80, n_cols=10, n_groups=80)
         c.group = np.arange(80)
-        c.scale = np.sign(c.scale)
+        c.term_scale = np.sign(c.term_scale)
         c.margin = np.ones(80)
         c.C_group = np.full(80, 0.5)
-    else:
+    elif kind == "groups":
         c = random_cache(4, n_rows=60, n_cols=8, n_groups=12, shared_rows=True)
-    e = DualCD(c.indptr, c.indices, c.data, c.row, c.scale, c.margin, c.group, c.C_group,
-               n_cols=c.n_cols, seed=3)
+    elif kind == "terms":
+        c = random_terms_cache(4, n_rows=20, n_cons=80, n_groups=15, bias=1.0)
+    else:
+        c = multiclass_cache(4, n=30, K=4, C=0.1, bias=1.0)
+    e = c.engine(seed=3)
     for epoch in range(40):
         _, _, active = e.epoch()
         assert active == e.n_active_constraints() <= e.n_constraints

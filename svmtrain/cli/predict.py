@@ -27,11 +27,6 @@ def predict(test_file, model_file, output, scores, as_json, quiet):
         _predict(test_file, model_file, output or "-", scores, as_json, quiet)
 
 
-def _format_label(x):
-    x = float(x)
-    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
-
-
 def _predict(test_file, model_file, output, scores, as_json, quiet):
     from svmtrain import data
     from svmtrain.atomic import atomic_output
@@ -43,13 +38,15 @@ def _predict(test_file, model_file, output, scores, as_json, quiet):
     task = task_class(model.task).from_model(model)
     geometry = Geometry(model.n_features, model.bias)
     metric = task.new_metric()
-    fmt = repr if scores else _format_label
+    fmt = task.format_scores if scores else task.format_prediction
+    w = task.solver_weights(model.w)
     with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
             atomic_output(output, "w") as out:
-        for block in data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress):
-            labels, values = task.predict(model.w, block, geometry)
+        blocks = data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress)
+        for block in data.whole_examples(blocks, task.grouping):
+            labels, values = task.predict(w, block, geometry, test_file)
             metric.add(labels, block)
-            out.write("".join(fmt(float(v)) + "\n" for v in (values if scores else labels)))
+            out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
     if as_json:
         click.echo(json.dumps(metric.summary()))
     elif not quiet:

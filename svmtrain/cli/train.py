@@ -9,7 +9,7 @@ import click
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 
-TASKS = ("binary",)
+TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
 MODES = ("n-slack",)
 DEFAULT_EPSILON = 1e-3
 
@@ -26,6 +26,14 @@ def _epsilon(ctx, param, value):
     if not (0 < value < 1):
         raise click.BadParameter(f"the relative duality gap tolerance must be in (0, 1), got {value}")
     return value
+
+
+def _nonnegative(name):
+    def check(ctx, param, value):
+        if not (value >= 0 and math.isfinite(value)):
+            raise click.BadParameter(f"{name} must be a non-negative number, got {value}")
+        return value
+    return check
 
 
 def _bias(ctx, param, value):
@@ -52,6 +60,16 @@ def _bias(ctx, param, value):
               help="Seed of the random order of coordinate steps (recorded in the model).")
 @click.option("--max-epochs", type=click.IntRange(1), default=1000, show_default=True,
               help="Stop after this many passes even if the gap is not met (with a warning).")
+@click.option("-p", "p", type=float, default=0.1, show_default=True, callback=_nonnegative("p"),
+              help="Regression: width of the insensitive zone, |y - w.x| <= p costs nothing "
+                   "(LIBLINEAR's -p).")
+@click.option("--loss", type=click.Choice(("zero-one", "hamming")), default=None,
+              help="Multiclass and sequence: the loss Delta(y, y') of a wrong prediction "
+                   "[default: zero-one for multiclass, hamming (per token) for sequence].")
+@click.option("--rescaling", type=click.Choice(("margin", "slack")), default="margin",
+              show_default=True,
+              help="Multiclass and sequence: margin rescaling (w.dpsi >= Delta - xi) or slack "
+                   "rescaling (w.dpsi >= 1 - xi / Delta), Joachims et al. Alg. 1 and 2.")
 @click.option("--shrinking/--no-shrinking", default=True, show_default=True,
               help="Set aside constraints that are not expected to move (LIBLINEAR's shrinking).")
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -61,20 +79,23 @@ def _bias(ctx, param, value):
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
 @zero_based_option
 @quiet_option
-def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, shrinking,
-          trace_file, model_format, zero_based, quiet):
+def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
+          rescaling, shrinking, trace_file, model_format, zero_based, quiet):
     """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
 
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
     bound); `svmtrain verify-bound` re-checks P with one pass over the data.
     """
+    if task == "multiclass" and loss == "hamming":
+        raise click.BadParameter("the multiclass task's loss is zero-one", param_hint="--loss")
+    options = {"p": p, "loss": loss, "rescaling": rescaling}
     with user_errors():
-        _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, shrinking,
-               trace_file, model_format, zero_based, quiet)
+        _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
+               shrinking, trace_file, model_format, zero_based, quiet)
 
 
-def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_epochs, shrinking,
-           trace_file, model_format, zero_based, quiet):
+def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_epochs, options,
+           shrinking, trace_file, model_format, zero_based, quiet):
     from svmtrain import data
     from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers import SOLVERS
@@ -82,10 +103,13 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
 
     if model_format == "liblinear" and zero_based:
         raise InputError("--format liblinear cannot record zero-based feature indices")
+    if model_format == "liblinear" and task_name != "binary":
+        raise InputError(f"--format liblinear is for the binary task (LIBLINEAR's format has no "
+                         f"place for a {task_name} model's certificate); use --format svmtrain")
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
-    task = task_class(task_name).from_training_data(block, train_file)
+    task = task_class(task_name).from_training_data(block, train_file, options)
 
     trace = open(trace_file, "w") if trace_file else None   # opened only once the data is good
     epoch_bar = None
@@ -115,10 +139,10 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
             trace.close()
 
     model = Model(task=task_name, mode=mode, C=C, bias=bias, n_features=result.geometry.n_cols,
-                  index_base=0 if zero_based else 1, labels=task.model_labels(), w=result.w,
+                  index_base=0 if zero_based else 1, w=task.model_weights(result.w, result.geometry),
                   epsilon=epsilon, dual=result.dual, primal=result.primal,
                   relative_gap=result.relative_gap, examples=result.examples, seed=seed,
-                  epochs=result.epochs)
+                  epochs=result.epochs, **task.model_fields())
     if model_format == "liblinear":
         write_liblinear(model, model_file)
     else:
@@ -127,7 +151,9 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         click.echo(f"svmtrain: warning: relative gap {result.relative_gap:.3g} is above epsilon "
                    f"{epsilon:g} after {result.epochs} epochs (--max-epochs)", err=True)
     if not quiet:
+        rounds = (f"{result.rounds} cutting-plane rounds, {result.constraints} constraints cached, "
+                  if result.rounds > 1 else "")
         click.echo(f"svmtrain: {task_name} {mode}, {result.examples} examples, "
-                   f"{result.geometry.n_cols} features: {result.epochs} epochs, "
+                   f"{result.geometry.n_cols} features: {result.epochs} epochs, {rounds}"
                    f"{time.perf_counter() - started:.3g} s, primal {result.primal:.10g}, "
                    f"dual {result.dual:.10g}, relative gap {result.relative_gap:.3g}", err=True)

@@ -43,10 +43,11 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     if tol is None:
         tol = model.epsilon
     task = task_class(model.task).from_model(model)
-    acc = objective.PrimalAccumulator(task, model.w, Geometry(model.n_features, model.bias),
-                                      model.C, data_file)
+    acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
+                                      Geometry(model.n_features, model.bias), model.C, data_file)
     with byte_progress(data_file, quiet, "verifying") as progress:
-        for block in data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress):
+        blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
+        for block in data.whole_examples(blocks, task.grouping):
             acc.add(block)
     P = acc.value()
     D = model.dual

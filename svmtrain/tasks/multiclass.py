@@ -1,0 +1,148 @@
+"""Multiclass classification, Crammer and Singer's joint formulation (Ramanan A.2; Joachims sec. 5).
+
+w = (w_1, ..., w_K), one block of `width` weights per class; psi(x, k) puts x in block k, so
+
+    x_ij = psi(x_i, y_i) - psi(x_i, j)  (two terms on the same data row: no copy),
+    l_ij = Delta(y_i, j)                margin rescaling, or
+    x_ij = Delta(y_i, j) (psi(x_i, y_i) - psi(x_i, j)),  l_ij = Delta(y_i, j)   slack rescaling,
+
+for j != y_i, and P(w) = 1/2 ||w||^2 + sum_i C_i max(0, max_j (Delta(y_i, j) - w_{y_i}.x_i + w_j.x_i)).
+With the 0/1 loss both rescalings are the same problem. Labels are any values, sorted and mapped
+to 0..K-1; the model records them.
+"""
+
+import numpy as np
+
+from svmtrain._oracles import block_scores, multiclass_predict, multiclass_worst
+from svmtrain.data import DataError
+from svmtrain.tasks.base import Constraints, Geometry, Problem, Task, format_label
+from svmtrain.tasks.binary import describe_labels
+
+# Listing every (i, j) is faster than cutting planes when there are few classes (measured on
+# pendigits, K = 10, against sector, K = 105: see bench/).
+LIST_ALL_UP_TO = 16
+
+
+class Multiclass(Task):
+    name = "multiclass"
+
+    def __init__(self, labels, loss="zero-one", rescaling="margin"):
+        self.labels = np.asarray(labels, dtype=np.float64)
+        self.K = len(self.labels)
+        self.loss = loss or "zero-one"
+        self.rescaling = rescaling or "margin"
+        if self.loss != "zero-one":
+            raise ValueError("the multiclass task's loss is zero-one")
+        self.delta = 1.0 - np.eye(self.K)
+
+    @classmethod
+    def from_training_data(cls, block, path, options=None):
+        options = options or {}
+        if options.get("loss") not in (None, "zero-one"):
+            raise DataError(path, None, f"the multiclass task has the zero-one loss, not {options['loss']}")
+        values = np.unique(block.target)
+        if len(values) < 2:
+            raise DataError(path, None, f"the multiclass task needs at least two classes, found "
+                                        f"{len(values)} ({describe_labels(values)})")
+        return cls(values, "zero-one", options.get("rescaling"))
+
+    @classmethod
+    def from_model(cls, model):
+        return cls(model.labels, model.loss, model.rescaling)
+
+    def model_fields(self):
+        return {"labels": self.labels.tolist(), "loss": self.loss, "rescaling": self.rescaling}
+
+    def n_weights(self, geometry):
+        return self.K * geometry.width
+
+    def model_weights(self, w, geometry):
+        return np.asarray(w).reshape(self.K, geometry.width)
+
+    def classes(self, block, path):
+        """Class index of every row; a label the model does not know is an input error."""
+        k = np.searchsorted(self.labels, block.target)
+        k = np.minimum(k, self.K - 1)
+        unknown = self.labels[k] != block.target
+        if np.any(unknown):
+            i = int(np.argmax(unknown))
+            raise DataError(path, int(block.line[i]),
+                            f"label {format_label(block.target[i])} is not one of the model's "
+                            f"{self.K} classes ({describe_labels(self.labels)})")
+        return k.astype(np.int64)
+
+    def problem(self, block, path, C, geometry):
+        return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
+                       self.n_weights(geometry), geometry.bias, self.costs(block, C), path)
+
+    def _constraints(self, rows, y, j, width):
+        """x = s (psi(x_i, y_i) - psi(x_i, j)) with s = Delta (slack rescaling) or 1."""
+        m = len(rows)
+        delta = self.delta[y, j]
+        s = delta if self.rescaling == "slack" else np.ones(m)
+        tptr = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
+        term_row = np.repeat(rows, 2)
+        term_scale = np.empty(2 * m)
+        term_scale[0::2], term_scale[1::2] = s, -s
+        term_offset = np.empty(2 * m, np.int64)
+        term_offset[0::2], term_offset[1::2] = y * width, j * width
+        return Constraints(tptr, term_row, term_scale, term_offset, np.ones(2 * m, bool),
+                           delta.astype(np.float64), rows.astype(np.int64), j.astype(np.int64))
+
+    def all_constraints(self, problem, block):
+        if self.K > LIST_ALL_UP_TO:
+            return None
+        y = self.classes(block, problem.path)
+        n = block.n_rows
+        rows = np.repeat(np.arange(n, dtype=np.int64), self.K)
+        j = np.tile(np.arange(self.K, dtype=np.int64), n)
+        keep = j != np.repeat(y, self.K)
+        width = Geometry(problem.n_cols, problem.bias).width
+        return self._constraints(rows[keep], np.repeat(y, self.K)[keep], j[keep], width)
+
+    def scores(self, w, block, geometry):
+        return block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
+                            geometry.n_cols, self.K, 0.0 if geometry.bias is None else float(geometry.bias),
+                            geometry.bias is not None)
+
+    def _worst(self, w, block, path, geometry):
+        y = self.classes(block, path)
+        j, value, _ = multiclass_worst(self.scores(w, block, geometry), y, self.delta,
+                                       1 if self.rescaling == "slack" else 0)
+        return y, j, value
+
+    def worst_offenders(self, w, problem, block):
+        geometry = Geometry(problem.n_cols, problem.bias)
+        y, j, value = self._worst(w, block, problem.path, geometry)
+        rows = np.arange(block.n_rows, dtype=np.int64)
+        return value, self._constraints(rows, y, j, geometry.width)
+
+    def violations(self, w, block, path, geometry):
+        return self._worst(w, block, path, geometry)[2]
+
+    def predict(self, w, block, geometry, path):
+        S = self.scores(w, block, geometry)
+        return self.labels[multiclass_predict(S)], S
+
+    def format_scores(self, values):
+        return " ".join(repr(float(v)) for v in values)
+
+    def new_metric(self):
+        return AccuracyMetric()
+
+
+class AccuracyMetric:
+    def __init__(self):
+        self.correct = self.total = 0
+
+    def add(self, predictions, block):
+        self.correct += int(np.sum(predictions == block.target))
+        self.total += block.n_rows
+
+    def summary(self):
+        return {"accuracy": self.correct / self.total if self.total else 0.0,
+                "correct": self.correct, "total": self.total}
+
+    def line(self):
+        s = self.summary()
+        return "Accuracy = %g%% (%d/%d)" % (100.0 * s["accuracy"], s["correct"], s["total"])

@@ -1,0 +1,91 @@
+"""Epsilon-insensitive support vector regression (LIBLINEAR -s 13, Ramanan A.6).
+
+Two one-sided constraints per example, sharing its slack (they are never violated together, so
+sharing is the same problem as LIBLINEAR's two alphas in a box):
+
+    x_i1 =  x_i, l_i1 =  y_i - p        (w.x_i >= y_i - p - xi_i)
+    x_i2 = -x_i, l_i2 = -y_i - p        (w.x_i <= y_i + p + xi_i)
+
+so P(w) = 1/2 ||w||^2 + sum_i C_i max(0, |y_i - w.x_i| - p); p is LIBLINEAR's -p (default 0.1).
+"""
+
+import numpy as np
+
+from svmtrain.tasks.base import Constraints, Geometry, Problem, Task
+
+
+class Regression(Task):
+    name = "regression"
+
+    def __init__(self, p):
+        self.p = float(p)
+
+    @classmethod
+    def from_training_data(cls, block, path, options=None):
+        return cls((options or {}).get("p", 0.1))
+
+    @classmethod
+    def from_model(cls, model):
+        return cls(model.p)
+
+    def model_fields(self):
+        return {"labels": [], "p": self.p}
+
+    def problem(self, block, path, C, geometry):
+        return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
+                       self.n_weights(geometry), geometry.bias, self.costs(block, C), path)
+
+    def all_constraints(self, problem, block):
+        n = block.n_rows
+        rows = np.repeat(np.arange(n), 2)
+        scale = np.tile([1.0, -1.0], n)
+        margin = np.empty(2 * n)
+        margin[0::2] = block.target - self.p
+        margin[1::2] = -block.target - self.p
+        return Constraints.one_term(rows, scale, margin, rows, key=np.tile([0, 1], n))
+
+    def worst_offenders(self, w, problem, block):
+        return (self.violations(w, block, problem.path, Geometry(problem.n_cols, problem.bias)),
+                self.all_constraints(problem, block))
+
+    def violations(self, w, block, path, geometry):
+        return np.abs(block.target - geometry.scores(w, block)) - self.p
+
+    def predict(self, w, block, geometry, path):
+        scores = geometry.scores(w, block)
+        return scores, scores
+
+    def format_prediction(self, value):
+        return repr(float(value))
+
+    def new_metric(self):
+        return RegressionMetric()
+
+
+class RegressionMetric:
+    """Mean squared and absolute error and the squared correlation, as LIBLINEAR reports them."""
+
+    def __init__(self):
+        self.n = 0
+        self.sums = np.zeros(7)   # e^2, |e|, y, v, y^2, v^2, y v  (v: prediction)
+
+    def add(self, predictions, block):
+        y, v = block.target, np.asarray(predictions, dtype=np.float64)
+        e = y - v
+        self.n += len(y)
+        self.sums += [np.dot(e, e), np.abs(e).sum(), y.sum(), v.sum(), np.dot(y, y), np.dot(v, v),
+                      np.dot(y, v)]
+
+    def summary(self):
+        n = self.n
+        se, ae, sy, sv, syy, svv, syv = self.sums
+        num = (n * syv - sy * sv) ** 2
+        den = (n * syy - sy * sy) * (n * svv - sv * sv)
+        return {"mse": se / n if n else 0.0, "mae": ae / n if n else 0.0,
+                "squared_correlation": num / den if den > 0 else 0.0, "total": n}
+
+    def line(self):
+        s = self.summary()
+        return ("Mean squared error = %g (regression)\nMean absolute error = %g (regression)\n"
+                "Squared correlation coefficient = %g (regression)"
+                % (s["mse"], s["mae"], s["squared_correlation"]))

@@ -1,0 +1,184 @@
+"""Every task end to end through the CLI, against LIBLINEAR (scikit-learn) where it has the same
+problem, against equivalent formulations, and certified by verify-bound."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+from svmtrain.cli import main
+from svmtrain.model import read_model
+
+
+def cli(*args):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r
+
+
+def train_and_verify(data, model, *args):
+    r = cli("train", "-q", *args, data, model)
+    assert r.exit_code == 0, r.output
+    m = read_model(model)
+    r = cli("verify-bound", "--json", model, data)
+    assert r.exit_code == 0, r.output
+    figures = json.loads(r.stdout)
+    assert figures["primal"] == m.primal and figures["dual"] == m.dual
+    return m, figures
+
+
+def int32(X):
+    X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
+    return X
+
+
+def scaled(shared, rel, tmp_path, name):
+    """Features and targets min-max scaled to [-1, 1] (as the issue asks for the regression sets)."""
+    X, y = load_svmlight_file(str(shared(rel)))
+    X = X.toarray()
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    X = np.where(hi > lo, 2 * (X - lo) / np.where(hi > lo, hi - lo, 1) - 1, 0.0)
+    y = 2 * (y - y.min()) / (y.max() - y.min()) - 1
+    path = tmp_path / name
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    return path, X, y
+
+
+@pytest.mark.parametrize("rel", ["cpusmall/cpusmall.xz", "cadata/cadata.xz"])
+def test_regression_matches_liblinear_svr(shared, tmp_path, rel):
+    from sklearn.svm import LinearSVR
+    path, X, y = scaled(shared, rel, tmp_path, "scaled.svm")
+    m, figures = train_and_verify(path, tmp_path / "m", "-t", "regression", "-p", "0.1", "-e", "1e-5",
+                                  "--max-epochs", "20000")
+    assert m.task == "regression" and m.p == 0.1 and m.labels == []
+    ref = LinearSVR(loss="epsilon_insensitive", epsilon=0.1, C=1.0, dual=True, fit_intercept=False,
+                    tol=1e-8, max_iter=1000000).fit(X, y)
+    w = ref.coef_.ravel()
+    ref_primal = 0.5 * w @ w + np.maximum(0, np.abs(y - X @ w) - 0.1).sum()
+    assert abs(figures["primal"] - ref_primal) <= 1e-4 * ref_primal
+    assert figures["dual"] <= ref_primal * (1 + 1e-12)
+    r = cli("predict", "--json", path, tmp_path / "m", tmp_path / "out")
+    metrics = json.loads(r.stdout)
+    assert set(metrics) >= {"mse", "mae", "squared_correlation"}
+    v = np.loadtxt(tmp_path / "out")
+    assert metrics["mse"] == pytest.approx(np.mean((y - v) ** 2))
+
+
+def crammer_singer_primal(W, X, y, classes):
+    S = X @ W.T
+    yi = np.searchsorted(classes, y)
+    margins = 1.0 + S - S[np.arange(len(y)), yi][:, None]
+    margins[np.arange(len(y)), yi] = 0.0
+    return 0.5 * np.sum(W * W) + np.maximum(margins.max(axis=1), 0).sum()
+
+
+@pytest.mark.parametrize("rel, n_features, limit", [
+    ("pendigits/pendigits.xz", 16, None),
+    ("sector/sector.scale.xz", 55197, 1500),
+])
+def test_multiclass_matches_liblinear_crammer_singer(shared, tmp_path, rel, n_features, limit):
+    from sklearn.svm import LinearSVC
+    data = shared(rel, max_lines=limit)
+    X, y = load_svmlight_file(str(data), n_features=n_features)
+    m, figures = train_and_verify(data, tmp_path / "m", "-t", "multiclass", "-e", "1e-5",
+                                  "--max-epochs", "100000")
+    classes = np.unique(y)
+    assert m.w.shape == (len(classes), m.n_features) and m.labels == classes.tolist()
+    ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=1.0, tol=1e-7,
+                    max_iter=100000).fit(int32(X), y)
+    W = np.zeros((len(classes), m.n_features))
+    W[:, :ref.coef_.shape[1]] = ref.coef_[:, :m.n_features]
+    ref_primal = crammer_singer_primal(ref.coef_, X, y, classes)
+    assert abs(figures["primal"] - ref_primal) <= 1e-4 * ref_primal
+    assert figures["dual"] <= ref_primal * (1 + 1e-12)
+    r = cli("predict", "--json", data, tmp_path / "m", tmp_path / "out")
+    ours = json.loads(r.stdout)["accuracy"]
+    assert abs(ours - np.mean(ref.predict(int32(X)) == y)) < 0.01
+    r = cli("predict", "--scores", data, tmp_path / "m")
+    rows = [line.split() for line in r.stdout.splitlines()]
+    assert len(rows) == X.shape[0] and all(len(row) == len(classes) for row in rows)
+
+
+def test_binary_written_as_raw_constraints_is_the_same_problem(shared, tmp_path):
+    """x = y x, l = 1, one group per line: the constraints task must give the binary optimum."""
+    heart = shared("heart_scale/heart_scale.xz")
+    X, y = load_svmlight_file(str(heart))
+    raw = tmp_path / "raw.svm"
+    with open(raw, "w") as f:
+        for i in range(X.shape[0]):
+            row = X[i].tocoo()
+            f.write("1 " + " ".join(f"{j + 1}:{float(y[i] * v)!r}" for j, v in sorted(zip(row.col, row.data))) + "\n")
+    mb, _ = train_and_verify(heart, tmp_path / "b", "-e", "1e-6", "--max-epochs", "100000")
+    mc, _ = train_and_verify(raw, tmp_path / "c", "-t", "constraints", "-e", "1e-6", "--max-epochs", "100000")
+    assert mc.primal == pytest.approx(mb.primal, rel=2e-6)
+    assert np.allclose(mc.w, mb.w, atol=1e-3)
+
+
+def test_multiclass_written_as_raw_constraints_with_shared_slacks(shared, tmp_path):
+    """Crammer-Singer written out: one qid per example, one line per wrong class (explicit joint
+    features), margin 1: the constraints task reaches the multiclass task's optimum."""
+    data = shared("pendigits/pendigits.xz", max_lines=150)
+    X, y = load_svmlight_file(str(data), n_features=16)
+    X = X.toarray() / 100.0
+    classes = np.unique(y)
+    K, d = len(classes), X.shape[1]
+    small = tmp_path / "small.svm"
+    dump_svmlight_file(X, y, str(small), zero_based=False)
+    raw = tmp_path / "raw.svm"
+    with open(raw, "w") as f:
+        for i in range(len(y)):
+            yi = int(np.searchsorted(classes, y[i]))
+            for j in range(K):
+                if j == yi:
+                    continue
+                joint = np.zeros(K * d)
+                joint[yi * d:(yi + 1) * d] += X[i]
+                joint[j * d:(j + 1) * d] -= X[i]
+                nz = np.flatnonzero(joint)
+                f.write(f"1 qid:{i + 1} " + " ".join(f"{k + 1}:{float(joint[k])!r}" for k in nz) + "\n")
+    mm, _ = train_and_verify(small, tmp_path / "mc", "-t", "multiclass", "-e", "1e-6", "--max-epochs", "100000")
+    mr, _ = train_and_verify(raw, tmp_path / "raw.m", "-t", "constraints", "-e", "1e-6", "--max-epochs", "100000")
+    assert mr.primal == pytest.approx(mm.primal, rel=2e-6)
+
+
+def test_ranking_on_ohsumed_is_certified_and_matches_pairs_brute_force(shared, tmp_path):
+    train, vali = shared("ohsumed/train.txt.xz"), shared("ohsumed/vali.txt.xz")
+    m, figures = train_and_verify(train, tmp_path / "m", "-t", "ranking", "-e", "1e-3")
+    assert m.task == "ranking" and figures["relative_gap"] <= 1e-3
+    # the primal priced by pairs, brute force
+    X, t, qid = load_svmlight_file(str(train), query_id=True)
+    s = X @ m.w[:X.shape[1]]
+    loss = 0.0
+    for q in np.unique(qid):
+        idx = qid == q
+        sq, tq = s[idx], t[idx]
+        better = tq[:, None] > tq[None, :]
+        loss += np.maximum(0, 1 - (sq[:, None] - sq[None, :]))[better].sum()
+    assert figures["primal"] == pytest.approx(0.5 * m.w @ m.w + loss, rel=1e-9)
+    r = cli("predict", "--json", vali, tmp_path / "m", tmp_path / "out")
+    metrics = json.loads(r.stdout)
+    assert 0.5 < metrics["pairwise_accuracy"] <= 1 and 0 < metrics["ndcg@10"] <= 1
+    assert "Pairwise accuracy" in cli("predict", vali, tmp_path / "m", tmp_path / "o2").stderr
+
+
+def test_sequence_task_on_handmade_sentences(tmp_path):
+    """Tags depend on the token and on the previous tag: the HMM learns both and verify certifies."""
+    rng = np.random.default_rng(0)
+    lines = []
+    for s in range(120):
+        prev = 0
+        for t in range(rng.integers(3, 9)):
+            word = int(rng.integers(1, 6))
+            # an odd word is tagged 2, an even one 1, except that an odd word after a 2 is a 3
+            tag = 3 if prev == 2 and word % 2 else 1 + word % 2
+            lines.append(f"{tag} qid:{s + 1} {word}:1 9:1")
+            prev = tag
+    data = tmp_path / "seq.svm"
+    data.write_text("\n".join(lines) + "\n")
+    for rescaling in ("margin", "slack"):
+        m, figures = train_and_verify(data, tmp_path / f"m.{rescaling}", "-t", "sequence",
+                                      "--rescaling", rescaling, "-c", "10", "-e", "1e-3")
+        assert m.loss == "hamming" and m.rescaling == rescaling and len(m.labels) == 3
+        r = cli("predict", "--json", data, tmp_path / f"m.{rescaling}", tmp_path / "out")
+        assert json.loads(r.stdout)["accuracy"] > 0.9
