@@ -189,6 +189,7 @@ cdef class DualCD:
     cdef Term* terms              # NULL in the one-row layout
     cdef double* scratch          # terms layout: n_w zeros to scatter a constraint into
     cdef int64_t* ids             # its position in the caller's arrays
+    cdef double* gbuf             # a group's gradients during its visit (room for the largest group)
     cdef Group* grp
     cdef int64_t n_cons
     cdef int64_t n_groups
@@ -224,6 +225,7 @@ cdef class DualCD:
         self.terms = NULL
         self.scratch = NULL
         self.ids = NULL
+        self.gbuf = NULL
         self.grp = NULL
         self.groups = NULL
 
@@ -236,6 +238,7 @@ cdef class DualCD:
         free(self.terms)
         free(self.scratch)
         free(self.ids)
+        free(self.gbuf)
         free(self.grp)
         free(self.groups)
 
@@ -347,8 +350,10 @@ cdef class DualCD:
         self.ids = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
         self.grp = <Group*> malloc(max(n_groups, 1) * sizeof(Group))
         self.groups = <int64_t*> malloc(max(n_groups, 1) * sizeof(int64_t))
+        self.gbuf = <double*> malloc(max(int(gsize.max()) if n_groups else 1, 1) * sizeof(double))
         if (self.alpha_ == NULL or self.q == NULL or self.start == NULL or self.nk == NULL
-                or self.kinds == NULL or self.ids == NULL or self.grp == NULL or self.groups == NULL):
+                or self.kinds == NULL or self.ids == NULL or self.grp == NULL or self.groups == NULL
+                or self.gbuf == NULL):
             raise MemoryError("cannot allocate the constraint cache")
         if not one_row:
             self.terms = <Term*> malloc(max(n_terms, 1) * sizeof(Term))
@@ -625,25 +630,36 @@ cdef class DualCD:
 
     cdef double _visit_group(self, int64_t g, Tally* t) noexcept nogil:
         """Single and pair steps over a group's active constraints; returns the group's violation,
-        or -1 when all its constraints were shrunk."""
+        or -1 when all its constraints were shrunk.
+
+        The gradients of the group are taken once on entry (gbuf); a constraint's own gradient is
+        taken afresh once the group has moved, and the partner of a pair step is the support
+        constraint with the smallest recorded gradient, refreshed before the step: O(m) dot
+        products per visit instead of O(m^2)."""
         cdef Group* gr = &self.grp[g]
         cdef int64_t base = gr.start
         cdef double Cg = gr.C
         cdef double Ag = 0.0, G, Gk, Gbest, a, d, q, room, v, gmax = -INFINITY, violation = 0.0
         cdef int64_t u, k, best, tt
         cdef int64_t m = gr.active
+        cdef double* gb = self.gbuf - base          # gb[u] for u in base .. base + m - 1
+        cdef bint moved = False
         for tt in range(base, base + m):
             Ag += self.alpha_[tt]
+            gb[tt] = self._gradient(tt)
         tt = base
         while tt < base + m:
             a = self.alpha_[tt]
-            G = self._gradient(tt)
+            if moved:
+                gb[tt] = self._gradient(tt)
+            G = gb[tt]
             if G > gmax:
                 gmax = G
             if a <= 0.0 and self.shrinking and G < -self.M_dec:
                 # shrink: swap it behind the group's active constraints, then visit the one moved in
                 m -= 1
                 self._swap(tt, base + m)
+                gb[tt] = gb[base + m]
                 continue
             room = Cg - Ag
             if room > 1e-12 * Cg or G <= 0.0:
@@ -660,6 +676,7 @@ cdef class DualCD:
                         self._axpy(tt, d)
                         self.alpha_[tt] = a + d
                         Ag += d
+                        moved = True
                         t.steps += 1
                         self.est_ww += d * (2.0 * (self._kind(tt).margin - G) + d * self.q[tt])
                         self.est_la += d * self._kind(tt).margin
@@ -669,11 +686,12 @@ cdef class DualCD:
                 best = -1
                 Gbest = INFINITY
                 for u in range(base, base + m):
-                    if u != tt and self.alpha_[u] > 0.0:
-                        Gk = self._gradient(u)
-                        if Gk < Gbest:
-                            Gbest = Gk
-                            best = u
+                    if u != tt and self.alpha_[u] > 0.0 and gb[u] < Gbest:
+                        Gbest = gb[u]
+                        best = u
+                if best >= 0 and moved:
+                    Gbest = self._gradient(best)
+                    gb[best] = Gbest
                 v = 0.0
                 if best >= 0 and G > Gbest:
                     v = G - Gbest
@@ -687,6 +705,7 @@ cdef class DualCD:
                         self._axpy(best, -d)
                         self.alpha_[tt] += d
                         self.alpha_[best] -= d   # d <= alpha_k, so this stays >= 0
+                        moved = True
                         t.steps += 1
                         # ||w + d (x_j - x_k)||^2, with w.x_c = l_c - g_c
                         self.est_ww += d * (2.0 * (self._kind(tt).margin - G - self._kind(best).margin

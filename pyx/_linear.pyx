@@ -63,10 +63,14 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
 def term_dots(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
               int64_t n_cols, const int64_t[::1] tptr, const int64_t[::1] term_row,
               const double[::1] term_scale, const int64_t[::1] term_offset, term_bias,
-              const double[::1] w, double bias):
-    """w . x_c for constraints given as terms (svmtrain.tasks.base.Constraints)."""
+              const double[::1] w, double bias, bint use_bias):
+    """w . x_c for constraints given as terms (svmtrain.tasks.base.Constraints); a term's bias
+    flag counts only when the model has a bias feature (use_bias)."""
     cdef int64_t m = tptr.shape[0] - 1, n_rows = indptr.shape[0] - 1
-    cdef const unsigned char[::1] has_bias = np.ascontiguousarray(term_bias, dtype=np.uint8)
+    flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
+    if not use_bias:
+        flags = np.zeros_like(flags)
+    cdef const unsigned char[::1] has_bias = flags
     cdef int64_t t, c, r, p, o
     if m < 0 or tptr[0] != 0 or tptr[m] > term_row.shape[0]:
         raise ValueError("inconsistent constraint terms")

@@ -59,7 +59,8 @@ def _bias(ctx, param, value):
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
               help="Seed of the random order of coordinate steps (recorded in the model).")
 @click.option("--max-epochs", type=click.IntRange(1), default=1000, show_default=True,
-              help="Stop after this many passes even if the gap is not met (with a warning).")
+              help="Stop after this many passes even if the gap is not met (with a warning); with "
+                   "cutting planes, the number of oracle rounds (each re-solve is capped too).")
 @click.option("-p", "p", type=float, default=0.1, show_default=True, callback=_nonnegative("p"),
               help="Regression: width of the insensitive zone, |y - w.x| <= p costs nothing "
                    "(LIBLINEAR's -p).")
@@ -148,8 +149,9 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     else:
         write_model(model, model_file)
     if not result.converged:
+        passes = f"{result.rounds} rounds" if result.rounds > 1 else f"{result.epochs} epochs"
         click.echo(f"svmtrain: warning: relative gap {result.relative_gap:.3g} is above epsilon "
-                   f"{epsilon:g} after {result.epochs} epochs (--max-epochs)", err=True)
+                   f"{epsilon:g} after {passes} (--max-epochs)", err=True)
     if not quiet:
         rounds = (f"{result.rounds} cutting-plane rounds, {result.constraints} constraints cached, "
                   if result.rounds > 1 else "")

@@ -50,7 +50,9 @@ def _cache(problem, cons):
 
 
 def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
-                 on_epoch=None, inactive_rounds=50, max_rounds=1000):
+                 on_epoch=None, inactive_rounds=50):
+    """Listing: at most `max_epochs` engine epochs. Cutting planes: at most `max_epochs` rounds
+    (oracle passes over the data), each re-solving the cache in at most `max_epochs` epochs."""
     started = time.perf_counter()
     geometry = Geometry(block.n_features, bias)
     problem = task.problem(block, path, C, geometry)
@@ -67,12 +69,11 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
                            priced.examples, rounds=1, constraints=listed.size)
     return _cutting_planes(task, block, path, problem, geometry, C=C, epsilon=epsilon,
                            max_epochs=max_epochs, seed=seed, shrinking=shrinking,
-                           on_epoch=on_epoch, inactive_rounds=inactive_rounds,
-                           max_rounds=max_rounds, started=started)
+                           on_epoch=on_epoch, inactive_rounds=inactive_rounds, started=started)
 
 
 def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epochs, seed,
-                    shrinking, on_epoch, inactive_rounds, max_rounds, started):
+                    shrinking, on_epoch, inactive_rounds, started):
     n = problem.n_examples
     cache = Constraints.empty()
     alpha = np.zeros(0)
@@ -84,7 +85,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
     P = rel = np.inf
     converged = False
     records = []
-    for round_ in range(1, max_rounds + 1):
+    for round_ in range(1, max_epochs + 1):
         H, worst = task.worst_offenders(w, problem, block)
         P = 0.5 * float(np.dot(w, w)) + float(np.dot(problem.C, np.maximum(H, 0.0)))
         rel = relative_gap(P, D)
@@ -92,7 +93,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         records.append(record)
         if on_epoch is not None:
             on_epoch(record)
-        if rel <= epsilon or epochs >= max_epochs:
+        if rel <= epsilon or round_ == max_epochs:
             converged = rel <= epsilon
             break
         # the slack each example already pays in the cache, at this w
@@ -111,7 +112,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
         sol = solve(_cache(problem, cache), epsilon=min(inner_eps, max(rel / 4, epsilon / 10)),
-                    max_epochs=max(1, max_epochs - epochs), seed=seed + round_, alpha=alpha,
+                    max_epochs=max_epochs, seed=seed + round_, alpha=alpha,
                     shrinking=shrinking)
         epochs += sol.epochs
         w, alpha = sol.w, sol.alpha
@@ -134,7 +135,8 @@ def _gradients(problem, cons, w):
     from svmtrain._linear import term_dots
     return cons.margin - term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols,
                                    cons.tptr, cons.term_row, cons.term_scale, cons.term_offset,
-                                   cons.term_bias, w, 0.0 if problem.bias is None else problem.bias)
+                                   cons.term_bias, w, 0.0 if problem.bias is None else problem.bias,
+                                   problem.bias is not None)
 
 
 def _not_cached(cache, worst):
