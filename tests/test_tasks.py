@@ -184,3 +184,52 @@ def test_sequence_task_on_handmade_sentences(tmp_path):
         assert m.loss == "hamming" and m.rescaling == rescaling and len(m.labels) == 3
         r = cli("predict", "--json", data, tmp_path / f"m.{rescaling}", tmp_path / "out")
         assert json.loads(r.stdout)["accuracy"] > 0.9
+
+
+def _handmade_sentences(path, n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    lines = []
+    for s in range(n):
+        prev = 0
+        for t in range(rng.integers(2, 7)):
+            word = int(rng.integers(1, 6))
+            tag = 3 if prev == 2 and word % 2 else 1 + word % 2
+            lines.append(f"{tag} qid:{s + 1} {word}:1 9:0.5")
+            prev = tag
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("task, rel", [("sequence", None), ("ranking", "ohsumed/vali.txt.xz")])
+def test_primal_is_the_same_bits_whatever_the_block_size(shared, tmp_path, task, rel):
+    """Sentences cut by block boundaries are put back together; queries are gathered."""
+    from svmtrain import data, objective
+    from svmtrain.tasks import task_class
+    from svmtrain.tasks.base import Geometry
+    path = _handmade_sentences(tmp_path / "s.svm") if rel is None else shared(rel)
+    m, _ = train_and_verify(path, tmp_path / "m", "-t", task, "-e", "1e-2")
+    t = task_class(task).from_model(m)
+    geometry = Geometry(m.n_features, m.bias)
+    whole = objective.primal(t, t.solver_weights(m.w), geometry, m.C, [data.load(str(path))], str(path))
+    for block_bytes in (64, 1000, 1 << 16):
+        cut = objective.primal(t, t.solver_weights(m.w), geometry, m.C,
+                               data.iter_blocks(str(path), block_bytes=block_bytes), str(path))
+        assert cut.primal == whole.primal == m.primal and cut.examples == whole.examples
+
+
+def test_cutting_planes_are_deterministic(tmp_path):
+    path = _handmade_sentences(tmp_path / "s.svm", seed=3)
+    for name in ("a", "b"):
+        assert cli("train", "-q", "-t", "sequence", "--seed", "5", path, tmp_path / name).exit_code == 0
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+
+
+def test_sequence_input_errors(tmp_path):
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 qid:1 1:1\n2 qid:2 1:1\n1 qid:1 2:1\n")
+    r = cli("train", "-t", "sequence", bad, tmp_path / "m")
+    assert r.exit_code == 2 and f"{bad}:3:" in r.stderr and "consecutive" in r.stderr
+    bad.write_text("1 qid:1 1:1\n2 1:1\n")
+    r = cli("train", "-t", "sequence", bad, tmp_path / "m")
+    assert r.exit_code == 2 and f"{bad}:2:" in r.stderr and "qid" in r.stderr
+    assert not (tmp_path / "m").exists()
