@@ -271,3 +271,13 @@ def test_mutated_inputs_never_crash(runner, heart, tmp_path):
                 r = run(runner, "predict", "-q", heart, f, tmp_path / f"p{case}")
             assert r.exit_code in (0, 2), (name, case, r.output, r.exception)
             assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["-t", "binary", "-p", "0.5"], "-p"), (["-t", "regression", "--loss", "hamming"], "--loss"),
+    (["-t", "binary", "--rescaling", "slack"], "--rescaling"), (["-t", "ranking", "-B", "1"], "-B"),
+    (["-t", "multiclass", "--loss", "hamming"], "--loss"),
+])
+def test_options_of_other_tasks_are_refused(runner, heart, tmp_path, args, flag):
+    r = run(runner, "train", *args, heart, tmp_path / "m")
+    assert r.exit_code == 2 and flag in r.stderr and not (tmp_path / "m").exists()

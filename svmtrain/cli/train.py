@@ -30,10 +30,29 @@ def _epsilon(ctx, param, value):
 
 def _nonnegative(name):
     def check(ctx, param, value):
-        if not (value >= 0 and math.isfinite(value)):
+        if value is not None and not (value >= 0 and math.isfinite(value)):
             raise click.BadParameter(f"{name} must be a non-negative number, got {value}")
         return value
     return check
+
+
+# which task each task-specific option belongs to: given for another task, it is an error, not
+# something silently ignored
+_TASK_OPTIONS = {"p": ("-p", ("regression",)), "loss": ("--loss", ("multiclass", "sequence")),
+                 "rescaling": ("--rescaling", ("multiclass", "sequence"))}
+
+
+def _check_task_options(task, *, bias, **given):
+    for name, value in given.items():
+        flag, tasks = _TASK_OPTIONS[name]
+        if value is not None and task not in tasks:
+            raise click.BadParameter(f"applies to the {' and '.join(tasks)} task"
+                                     f"{'s' if len(tasks) > 1 else ''}, not to {task}", param_hint=flag)
+    if task == "multiclass" and given["loss"] == "hamming":
+        raise click.BadParameter("the multiclass task's loss is zero-one", param_hint="--loss")
+    if task == "ranking" and bias is not None:
+        raise click.BadParameter("a bias feature cancels in every ranking pair (x_a - x_b): "
+                                 "leave it out", param_hint="-B")
 
 
 def _bias(ctx, param, value):
@@ -48,7 +67,9 @@ def _bias(ctx, param, value):
 @click.option("-t", "--task", type=click.Choice(TASKS), default="binary", show_default=True,
               help="What to learn.")
 @click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
-              help="How to solve it: n-slack is dual coordinate descent with one slack per example.")
+              help="How to solve it: n-slack is dual coordinate descent over the constraints of "
+                   "every example (all listed, or grown by cutting planes), each example with its "
+                   "own slack.")
 @click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
@@ -61,16 +82,16 @@ def _bias(ctx, param, value):
 @click.option("--max-epochs", type=click.IntRange(1), default=1000, show_default=True,
               help="Stop after this many passes even if the gap is not met (with a warning); with "
                    "cutting planes, the number of oracle rounds (each re-solve is capped too).")
-@click.option("-p", "p", type=float, default=0.1, show_default=True, callback=_nonnegative("p"),
+@click.option("-p", "p", type=float, default=None, callback=_nonnegative("p"),
               help="Regression: width of the insensitive zone, |y - w.x| <= p costs nothing "
-                   "(LIBLINEAR's -p).")
+                   "(LIBLINEAR's -p)  [default: 0.1]")
 @click.option("--loss", type=click.Choice(("zero-one", "hamming")), default=None,
               help="Multiclass and sequence: the loss Delta(y, y') of a wrong prediction "
                    "[default: zero-one for multiclass, hamming (per token) for sequence].")
-@click.option("--rescaling", type=click.Choice(("margin", "slack")), default="margin",
-              show_default=True,
+@click.option("--rescaling", type=click.Choice(("margin", "slack")), default=None,
               help="Multiclass and sequence: margin rescaling (w.dpsi >= Delta - xi) or slack "
-                   "rescaling (w.dpsi >= 1 - xi / Delta), Joachims et al. Alg. 1 and 2.")
+                   "rescaling (w.dpsi >= 1 - xi / Delta), Joachims et al. Alg. 1 and 2  "
+                   "[default: margin]")
 @click.option("--shrinking/--no-shrinking", default=True, show_default=True,
               help="Set aside constraints that are not expected to move (LIBLINEAR's shrinking).")
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -87,9 +108,8 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
     bound); `svmtrain verify-bound` re-checks P with one pass over the data.
     """
-    if task == "multiclass" and loss == "hamming":
-        raise click.BadParameter("the multiclass task's loss is zero-one", param_hint="--loss")
-    options = {"p": p, "loss": loss, "rescaling": rescaling}
+    _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
+    options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
                shrinking, trace_file, model_format, zero_based, quiet)
@@ -150,12 +170,14 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         write_model(model, model_file)
     if not result.converged:
         passes = f"{result.rounds} rounds" if result.rounds > 1 else f"{result.epochs} epochs"
+        hint = ("; a gap this large usually means features on very different scales: scale them "
+                "(e.g. to [0, 1]) and train again" if result.relative_gap > 0.5 else "")
         click.echo(f"svmtrain: warning: relative gap {result.relative_gap:.3g} is above epsilon "
-                   f"{epsilon:g} after {passes} (--max-epochs)", err=True)
+                   f"{epsilon:g} after {passes} (--max-epochs){hint}", err=True)
     if not quiet:
         rounds = (f"{result.rounds} cutting-plane rounds, {result.constraints} constraints cached, "
                   if result.rounds > 1 else "")
-        click.echo(f"svmtrain: {task_name} {mode}, {result.examples} examples, "
+        click.echo(f"svmtrain: {task_name} {mode}, {result.examples} {task.examples_are}, "
                    f"{result.geometry.n_cols} features: {result.epochs} epochs, {rounds}"
                    f"{time.perf_counter() - started:.3g} s, primal {result.primal:.10g}, "
                    f"dual {result.dual:.10g}, relative gap {result.relative_gap:.3g}", err=True)

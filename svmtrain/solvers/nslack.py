@@ -49,6 +49,13 @@ def _cache(problem, cons):
         group=cons.group, C_group=problem.C, n_w=problem.n_w, bias=problem.bias)
 
 
+# Each round re-solves the cache for at most this many epochs: the next oracle pass gives better
+# constraints than a tighter solve of the current ones (Joachims et al. sec. 4, "managing the accuracy
+# of the QP sub-problem"). On conll2000 at epsilon 1e-2: 60 rounds / 590 epochs against 30 / 1624
+# uncapped, in the same time, with 95.00% token accuracy against 94.99%.
+INNER_EPOCHS = 10
+
+
 def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                  on_epoch=None, inactive_rounds=50):
     """Listing: at most `max_epochs` engine epochs. Cutting planes: at most `max_epochs` rounds
@@ -112,7 +119,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
         sol = solve(_cache(problem, cache), epsilon=min(inner_eps, max(rel / 4, epsilon / 10)),
-                    max_epochs=max_epochs, seed=seed + round_, alpha=alpha,
+                    max_epochs=min(max_epochs, INNER_EPOCHS), seed=seed + round_, alpha=alpha,
                     shrinking=shrinking)
         epochs += sol.epochs
         w, alpha = sol.w, sol.alpha

@@ -137,6 +137,8 @@ class Task(ABC):
     #: "consecutive" (a run of rows with one qid: a sentence) or "whole" (groups anywhere in the
     #: file: the whole file is needed, e.g. the queries of a ranking file)
     grouping = "row"
+    #: what an example is, in the train summary and verify-bound's count
+    examples_are = "examples"
 
     # -- set-up ----------------------------------------------------------------------------------
     @classmethod

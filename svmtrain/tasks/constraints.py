@@ -36,6 +36,7 @@ def slack_groups(block, path):
 class RawConstraints(Task):
     name = "constraints"
     grouping = "whole"
+    examples_are = "slack groups"
 
     @classmethod
     def from_training_data(cls, block, path, options=None):

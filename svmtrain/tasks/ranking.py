@@ -36,6 +36,7 @@ def queries(block, path):
 class Ranking(Task):
     name = "ranking"
     grouping = "whole"
+    examples_are = "queries"
 
     @classmethod
     def from_training_data(cls, block, path, options=None):

@@ -52,6 +52,7 @@ def sentences(block, path):
 class Sequence(Task):
     name = "sequence"
     grouping = "consecutive"
+    examples_are = "sentences"
 
     def __init__(self, tags, loss="hamming", rescaling="margin"):
         self.labels = np.asarray(tags, dtype=np.float64)
