@@ -154,6 +154,64 @@ class Data:
         return self._write("kddcup99.binary", produce), info
 
 
+    # -- the `tasks` group's files ------------------------------------------------------------------
+
+    def scaled(self, rel, name, *, by=None, features=None, target=None, ranges_from=None,
+               every=1):
+        """`rel` with its features rescaled, written as `name` (%g values, zeros omitted).
+
+        by=S: every value divided by S. features=(lo, hi): each column mapped linearly from its
+        [min, max] (implicit zeros included, as svm-scale does) to [lo, hi]; a constant column
+        becomes 0. target=(lo, hi): the same for the targets. ranges_from: another rel whose
+        [min, max] ranges are used (svm-scale -r, for a test file). every=k: only rows 0, k, 2k...
+        """
+        src = self.plain(rel)
+
+        def produce(out):
+            from svmtrain import data
+            import scipy.sparse as sp
+            b = data.load(str(src))
+            ref = data.load(str(self.plain(ranges_from))) if ranges_from else b
+            n = max(b.n_features, ref.n_features)
+            X = sp.csr_matrix((b.data, b.indices, b.indptr), shape=(b.n_rows, n))
+            y = b.target.copy()
+            if every > 1:
+                X, y = X[::every], y[::every]
+            if by is not None:
+                X = X / by
+            if features is not None:
+                R = sp.csr_matrix((ref.data, ref.indices, ref.indptr), shape=(ref.n_rows, n))
+                lo = np.asarray(R.min(axis=0).todense()).ravel()
+                hi = np.asarray(R.max(axis=0).todense()).ravel()
+                span = np.where(hi > lo, hi - lo, 1.0)
+                D = (np.asarray(X.todense()) - lo) / span * (features[1] - features[0]) + features[0]
+                D[:, hi <= lo] = 0.0
+                X = sp.csr_matrix(D)
+            if target is not None:
+                lo, hi = ref.target.min(), ref.target.max()
+                y = (y - lo) / (hi - lo) * (target[1] - target[0]) + target[0]
+            X = sp.csr_matrix(X)
+            X.eliminate_zeros()
+            X.sort_indices()
+            write_svmlight(out, X, y)
+        return self._write(name, produce)
+
+
+def write_svmlight(out, X, y):
+    """CSR X and targets y as svmlight lines (%g values, 1-based indices) to a binary file."""
+    values = np.char.mod("%g", X.data)
+    tokens = np.char.add(np.char.add((X.indices + 1).astype(str), ":"), values)
+    labels = np.char.mod("%g", y)
+    ip = X.indptr
+    chunk = []
+    for i in range(X.shape[0]):
+        chunk.append(" ".join([labels[i], *tokens[ip[i]:ip[i + 1]]]) + "\n")
+        if len(chunk) == 65536:
+            out.write("".join(chunk).encode())
+            chunk = []
+    out.write("".join(chunk).encode())
+
+
 def warm(path):
     """Read a file once so that every timed reader finds it in the page cache."""
     with open(path, "rb") as f:

@@ -1,6 +1,7 @@
 """The peers, each run in a fresh process by bench/run.py (never imported by it).
 
-    python bench/peers.py liblinear TRAIN OUT.json --eps E [--C 1] [--test TEST]
+    python bench/peers.py liblinear TRAIN OUT.json --eps E [--C 1] [--test TEST] [-s 3|4|13] [--p P]
+                                                   [--pairs]
     python bench/peers.py sklearn   TRAIN OUT.json --tol T [--C 1] [--max-iter 1000]
 
 liblinear: LIBLINEAR -s 3 (L2-regularized L1-loss SVC, dual CD, no bias) through the official
@@ -10,6 +11,13 @@ the clock starts; the clock covers `train(prob, param)` only. LIBLINEAR's C code
 leaves its stdout to LIBLINEAR alone and the parent reads it. OUT.json gets the time, P(w) computed
 here in numpy, the model's first label (the +1 class of w) and, with --test, the test accuracy.
 A fresh process per run also means a fresh rand() state, so repeated runs give the same model.
+Other solvers (bench/run.py's `tasks` group): -s 4 (Crammer-Singer multiclass; P(w) of the K x d
+weights, test accuracy by argmax) and -s 13 (L1-loss SVR, dual; P(w) with the -p insensitive zone).
+With --pairs, TRAIN is a ranking file (qid:) and the problem given to -s 3 is its pairs: x_a - x_b
+for every pair of one query with target_a > target_b, alternately labelled +1 and -1 (the -1 ones
+written x_b - x_a), which is exactly svmtrain's ranking problem (one slack per pair); building the
+pairs is outside the clock. Its C code prints the dual of every one of these solvers as
+"Objective value = -D".
 
 sklearn: end to end as a user would run it, `load_svmlight_file` + LinearSVC(loss='hinge',
 dual=True, fit_intercept=False, random_state=0) fit. The parent times the whole process; OUT.json gets w, the
@@ -47,12 +55,56 @@ def _csr(path, n_cols=None):
     return X, b.target
 
 
+def primal_cs(X, W, y_index, C):
+    """Crammer-Singer: 1/2 ||W||^2 + C sum_i max(0, max_{k != y_i} (1 + w_k.x_i - w_{y_i}.x_i))."""
+    S = np.asarray(X @ W.T)                     # n x K scores
+    rows = np.arange(S.shape[0])
+    own = S[rows, y_index]
+    S = S + 1.0
+    S[rows, y_index] = -np.inf
+    loss = np.maximum(0.0, S.max(axis=1) - own)
+    return 0.5 * float(np.sum(W * W)) + C * float(loss.sum())
+
+
+def primal_svr(X, w, y, C, p):
+    """epsilon-SVR, L1 loss: 1/2 ||w||^2 + C sum_i max(0, |y_i - w.x_i| - p)."""
+    v = np.zeros(X.shape[1])
+    k = min(len(w), len(v))
+    v[:k] = w[:k]
+    return 0.5 * float(w @ w) + C * float(np.sum(np.maximum(0.0, np.abs(y - X @ v) - p)))
+
+
+def ranking_pairs(path):
+    """The pairs of a ranking file as a CSR matrix and +-1 labels (see the module docstring)."""
+    from svmtrain import data
+    b = data.load(path)
+    X = sp.csr_matrix((b.data, b.indices.astype(np.int32), b.indptr.astype(np.int64)),
+                      shape=(b.n_rows, b.n_features))
+    heads, tails = [], []
+    for q in np.unique(b.qid):
+        rows = np.flatnonzero(b.qid == q)
+        t = b.target[rows]
+        a, c = np.nonzero(t[:, None] > t[None, :])
+        heads.append(rows[a])
+        tails.append(rows[c])
+    heads, tails = np.concatenate(heads), np.concatenate(tails)
+    sign = np.where(np.arange(len(heads)) % 2 == 0, 1.0, -1.0)
+    D = (X[heads] - X[tails]).tocsr()
+    D = sp.diags(sign) @ D
+    D = D.tocsr()
+    D.eliminate_zeros()
+    return D, sign
+
+
 def run_liblinear(args):
     from liblinear import liblinear as ll
 
-    X, target = _csr(args.train)
+    if args.pairs:
+        X, target = ranking_pairs(args.train)
+    else:
+        X, target = _csr(args.train)
     prob = ll.problem(target, X)
-    param = ll.parameter(f"-s 3 -c {args.C!r} -e {args.eps!r} -B -1")
+    param = ll.parameter(f"-s {args.s} -c {args.C!r} -e {args.eps!r} -p {args.p!r} -B -1")
     ll.liblinear.set_print_string_function(param.print_func)   # NULL: the C default, stdout
     err = ll.liblinear.check_parameter(prob, param)
     if err:
@@ -63,17 +115,36 @@ def run_liblinear(args):
     seconds = time.perf_counter() - start
     model = ll.toPyModel(model_ptr)
     n = model.get_nr_feature()
-    w = np.array(model.w[:n], dtype=np.float64)
     labels = model.get_labels()
-    y = np.where(target == labels[0], 1.0, -1.0)
-    out = {"seconds": seconds, "primal": primal_hinge(X, w, y, args.C),
-           "positive": labels[0], "n_features": n,
+    out = {"seconds": seconds, "n_features": n, "rows": X.shape[0], "nnz": int(X.nnz),
            "has_max_iter": "max_iter" in [f[0] for f in ll.parameter._fields_]}
-    if args.test:
-        Xt, tt = _csr(args.test, n)
-        scores = Xt[:, :n] @ w
-        pred = np.where(scores > 0, labels[0], labels[1])
-        out["test_accuracy"] = float(np.mean(pred == tt))
+    if args.s == 4:
+        K = model.get_nr_class()
+        W = np.array(model.w[:n * K], dtype=np.float64).reshape(n, K).T     # K x n
+        Xn = X[:, :n] if X.shape[1] >= n else sp.hstack([X, sp.csr_matrix((X.shape[0], n - X.shape[1]))]).tocsr()
+        index = {lab: k for k, lab in enumerate(labels)}
+        y_index = np.array([index[v] for v in target])
+        out["primal"] = primal_cs(Xn, W, y_index, args.C)
+        out["labels"] = list(labels)
+        out["train_accuracy"] = float(np.mean(np.asarray(labels)[np.argmax(Xn @ W.T, axis=1)] == target))
+        if args.test:
+            Xt, tt = _csr(args.test, n)
+            pred = np.asarray(labels)[np.argmax(Xt[:, :n] @ W.T, axis=1)]
+            out["test_accuracy"] = float(np.mean(pred == tt))
+    elif args.s == 13:
+        w = np.array(model.w[:n], dtype=np.float64)
+        out["primal"] = primal_svr(X, w, target, args.C, args.p)
+        out["mse"] = float(np.mean((X[:, :n] @ w - target) ** 2))
+    else:
+        w = np.array(model.w[:n], dtype=np.float64)
+        y = np.where(target == labels[0], 1.0, -1.0)
+        out["primal"] = primal_hinge(X, w, y, args.C)
+        out["positive"] = labels[0]
+        if args.test:
+            Xt, tt = _csr(args.test, n)
+            scores = Xt[:, :n] @ w
+            pred = np.where(scores > 0, labels[0], labels[1])
+            out["test_accuracy"] = float(np.mean(pred == tt))
     with open(args.out, "w") as f:
         json.dump(out, f)
 
@@ -112,6 +183,9 @@ def main(argv=None):
     a.add_argument("--eps", type=float, required=True)
     a.add_argument("--C", type=float, default=1.0)
     a.add_argument("--test")
+    a.add_argument("-s", type=int, default=3, choices=(3, 4, 13), help="LIBLINEAR's solver")
+    a.add_argument("--p", type=float, default=0.1, help="-s 13: the insensitive zone's width")
+    a.add_argument("--pairs", action="store_true", help="-s 3 on the pairs of a ranking file")
     b = sub.add_parser("sklearn")
     b.add_argument("train")
     b.add_argument("out")

@@ -3,7 +3,8 @@ one run, never asserted. See bench/README.md.
 
     python bench/run.py [--shared-data DIR] [--only NAME[,NAME]] [--quick] [--repeat N]
 
-Benchmarks: reader, solver, end-to-end, plateau. Prints one table per benchmark and writes
+Benchmarks: reader, solver, end-to-end, plateau, and the group `tasks` (multiclass, regression,
+ranking, sequence; bench/taskbench.py). Prints one table per benchmark and writes
 bench/results/latest.json and latest.md.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import taskbench as tasks  # noqa: E402
 from _common import (BIN, PEERS, ROOT, Data, Table, best_of, environment, fr, fs,  # noqa: E402
                      run_timed, warm, write_results)
 
@@ -359,7 +361,8 @@ def bench_plateau(data, quick, repeat):
 
 
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
-              "plateau": bench_plateau}
+              "plateau": bench_plateau, **tasks.BENCHMARKS}
+GROUPS = {"tasks": list(tasks.BENCHMARKS)}     # --only tasks = all four
 
 
 def main(argv=None):
@@ -367,7 +370,8 @@ def main(argv=None):
     ap.add_argument("--shared-data", default=str(ROOT.parent / "shared" / "data"),
                     help="folder of the shared xz data files (default: ../shared/data)")
     ap.add_argument("--only", action="append", default=None, metavar="NAME[,NAME]",
-                    help=f"run only these benchmarks: {', '.join(BENCHMARKS)}")
+                    help=f"run only these benchmarks: {', '.join(BENCHMARKS)}, or the group "
+                         f"tasks (= {', '.join(GROUPS['tasks'])})")
     ap.add_argument("--quick", action="store_true",
                     help="small subsets, one repetition: a smoke test of the whole script")
     ap.add_argument("--repeat", type=int, default=None,
@@ -377,9 +381,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     names = list(BENCHMARKS) if not args.only else \
         [n.strip() for item in args.only for n in item.split(",") if n.strip()]
+    names = list(dict.fromkeys(m for n in names for m in GROUPS.get(n, [n])))
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
-        ap.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        ap.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}, "
+                 "tasks")
     repeat = args.repeat or (1 if args.quick else 3)
     if repeat < 1:
         ap.error("--repeat must be at least 1")
