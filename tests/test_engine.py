@@ -370,3 +370,54 @@ def test_relative_gap():
     assert relative_gap(10.0, 9.0) == pytest.approx(0.1)
     assert relative_gap(0.0, 0.0) == 0.0
     assert relative_gap(5.0, 6.0) == 0.0
+
+
+def test_shared_row_groups_take_the_fast_path_and_reach_the_optimum():
+    """Groups whose terms all place one row (with one bias flag) at offsets that do not overlap are
+    visited from the row's products with w: Crammer-Singer with the bias, cancelling constraints
+    (j == y_i: x = 0, l = 0), scaled terms (slack rescaling), and a constraint repeating its row at one
+    offset. Groups that mix rows, bias flags or overlapping offsets keep the general visit."""
+    c = multiclass_cache(21, n=12, n_cols=4, K=4, C=0.2, bias=1.5)
+    width, n_w = 5, 4 * 5
+    terms = [[(i, 1.0, 0, True), (i, -1.0, width, True)] for i in range(12)]   # ids 0..11
+    terms += [[(i, 0.7, width, True), (i, 0.6, width, True), (i, -2.0, 3 * width, True)]
+              for i in range(12)]                                              # one offset twice
+    base = multiclass_cache(21, n=12, n_cols=4, K=4, C=0.2, bias=1.5)
+    tb = [ts for k in range(base.n_constraints)
+          for ts in [[(int(base.term_row[t]), float(base.term_scale[t]) * (1 + 0.25 * (k % 3)),
+                       int(base.term_offset[t]), True) for t in range(base.tptr[k], base.tptr[k + 1])]]]
+    margin = list(base.margin * (1 + 0.25 * (np.arange(base.n_constraints) % 3))) + [0.8] * 24
+    group = list(base.group) + [i for i in range(12)] * 2
+    # not shared-row: group 12 mixes rows, 13 mixes bias flags, 14 overlaps its offsets
+    extra = [[(0, 1.0, 0, True), (1, -1.0, width, True)], [(2, 1.0, 0, True)],
+             [(3, 1.0, 0, True), (3, -1.0, width, False)], [(3, 1.0, 0, True)],
+             [(5, 1.0, 0, True), (5, -1.0, 2, True)], [(6, 1.0, width, True)]]
+    c = terms_cache((base.indptr, base.indices, base.data), 4, tb + terms + extra,
+                    margin + [1.0, 0.5, 1.0, 0.5, 1.0, 0.5], group + [12, 12, 13, 13, 14, 14],
+                    [0.2] * 12 + [0.5] * 3, n_w, bias=1.5)
+    assert c.engine().n_shared_groups == 12
+    assert 0.0 in c.margin and np.any(~dense_constraints(c).any(axis=1))     # cancelling constraints
+    opt, A = brute_force(c, iterations=40000)
+    for shrinking in (True, False):
+        sol = solve(c, epsilon=1e-11, max_epochs=50000, seed=4, shrinking=shrinking)
+        assert sol.converged and sol.dual == pytest.approx(opt, rel=1e-8)
+        assert np.allclose(sol.w, A.T @ sol.alpha, atol=1e-12)
+        assert sol.primal == pytest.approx(primal(c, sol.w), rel=1e-12, abs=1e-12)
+        sums = np.bincount(c.group, weights=sol.alpha)
+        assert np.all(sol.alpha >= 0) and np.all(sums <= c.C_group * (1 + 1e-12))
+    # the bias flag matters only with a bias: without one, group 13 is shared-row as well
+    c.bias = None
+    assert c.engine().n_shared_groups == 13
+
+
+def test_shared_row_determinism():
+    c = multiclass_cache(8, n=40, n_cols=6, K=6, C=0.1, bias=1.0)
+    assert c.engine().n_shared_groups == 40
+    a = solve(c, epsilon=1e-9, max_epochs=50000, seed=5)
+    b = solve(c, epsilon=1e-9, max_epochs=50000, seed=5)
+    assert a.converged and a.epochs == b.epochs
+    assert a.w.tobytes() == b.w.tobytes() and a.alpha.tobytes() == b.alpha.tobytes()
+    e, f = c.engine(seed=2), c.engine(seed=2)
+    for _ in range(30):
+        assert e.epoch() == f.epoch() and e.approximate_bounds() == f.approximate_bounds()
+    assert e.w.tobytes() == f.w.tobytes() and e.rng_state == f.rng_state
