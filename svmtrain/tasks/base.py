@@ -140,20 +140,20 @@ class Task(ABC):
     #: what an example is, in the train summary and verify-bound's count
     examples_are = "examples"
 
-    # -- set-up ----------------------------------------------------------------------------------
+    # -- set-up (the defaults are those of a task without labels or options) ---------------------
     @classmethod
-    @abstractmethod
-    def from_training_data(cls, block, path, options):
+    def from_training_data(cls, block, path, options=None):
         """Learn the task's label set from the training rows; DataError on unusable labels."""
+        return cls()
 
     @classmethod
-    @abstractmethod
     def from_model(cls, model):
         """The task a model was trained for."""
+        return cls()
 
-    @abstractmethod
     def model_fields(self):
         """Task-specific model fields: labels, and p / loss / rescaling where they apply."""
+        return {"labels": []}
 
     def n_weights(self, geometry):
         """The length of w."""
@@ -206,6 +206,17 @@ class Task(ABC):
     def format_scores(self, values):
         """One row of decision values as written with --scores."""
         return repr(float(values))
+
+
+class PredictsScores:
+    """For tasks whose prediction is the score w.x itself (regression, ranking, raw constraints)."""
+
+    def predict(self, w, block, geometry, path):
+        scores = geometry.scores(w, block)
+        return scores, scores
+
+    def format_prediction(self, value):
+        return repr(float(value))
 
 
 def format_label(x):

@@ -11,7 +11,7 @@ Predictions are the scores w.x, one per line.
 import numpy as np
 
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Geometry, Problem, Task
+from svmtrain.tasks.base import Constraints, Geometry, PredictsScores, Problem, Task
 
 
 def slack_groups(block, path):
@@ -33,21 +33,10 @@ def slack_groups(block, path):
     return group.astype(np.int64), cost
 
 
-class RawConstraints(Task):
+class RawConstraints(PredictsScores, Task):
     name = "constraints"
     grouping = "whole"
     examples_are = "slack groups"
-
-    @classmethod
-    def from_training_data(cls, block, path, options=None):
-        return cls()
-
-    @classmethod
-    def from_model(cls, model):
-        return cls()
-
-    def model_fields(self):
-        return {"labels": []}
 
     def costs(self, block, C):
         return C * slack_groups(block, "")[1]
@@ -71,13 +60,6 @@ class RawConstraints(Task):
         worst = np.full(len(cost), -np.inf)
         np.maximum.at(worst, group, block.target - geometry.scores(w, block))
         return worst
-
-    def predict(self, w, block, geometry, path):
-        scores = geometry.scores(w, block)
-        return scores, scores
-
-    def format_prediction(self, value):
-        return repr(float(value))
 
     def new_metric(self):
         return ConstraintMetric()

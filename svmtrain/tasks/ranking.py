@@ -14,7 +14,7 @@ import numpy as np
 
 from svmtrain._oracles import ndcg_at_k, ranking_pair_stats
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Problem, Task
+from svmtrain.tasks.base import Constraints, PredictsScores, Problem, Task
 
 
 def queries(block, path):
@@ -33,21 +33,10 @@ def queries(block, path):
     return order, query_ptr
 
 
-class Ranking(Task):
+class Ranking(PredictsScores, Task):
     name = "ranking"
     grouping = "whole"
     examples_are = "queries"
-
-    @classmethod
-    def from_training_data(cls, block, path, options=None):
-        return cls()
-
-    @classmethod
-    def from_model(cls, model):
-        return cls()
-
-    def model_fields(self):
-        return {"labels": []}
 
     def costs(self, block, C):
         order, query_ptr = queries(block, "")
@@ -95,11 +84,7 @@ class Ranking(Task):
 
     def predict(self, w, block, geometry, path):
         queries(block, path)   # every line needs its qid, for the metric
-        scores = geometry.scores(w, block)
-        return scores, scores
-
-    def format_prediction(self, value):
-        return repr(float(value))
+        return super().predict(w, block, geometry, path)
 
     def new_metric(self):
         return RankingMetric()

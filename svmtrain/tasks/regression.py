@@ -11,10 +11,10 @@ so P(w) = 1/2 ||w||^2 + sum_i C_i max(0, |y_i - w.x_i| - p); p is LIBLINEAR's -p
 
 import numpy as np
 
-from svmtrain.tasks.base import Constraints, Geometry, Problem, Task
+from svmtrain.tasks.base import Constraints, Geometry, PredictsScores, Problem, Task
 
 
-class Regression(Task):
+class Regression(PredictsScores, Task):
     name = "regression"
 
     def __init__(self, p):
@@ -50,13 +50,6 @@ class Regression(Task):
 
     def violations(self, w, block, path, geometry):
         return np.abs(block.target - geometry.scores(w, block)) - self.p
-
-    def predict(self, w, block, geometry, path):
-        scores = geometry.scores(w, block)
-        return scores, scores
-
-    def format_prediction(self, value):
-        return repr(float(value))
 
     def new_metric(self):
         return RegressionMetric()
