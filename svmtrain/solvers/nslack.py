@@ -59,7 +59,7 @@ INNER_EPOCHS = 10
 def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                  on_epoch=None, inactive_rounds=50):
     """Listing: at most `max_epochs` engine epochs. Cutting planes: at most `max_epochs` rounds
-    (oracle passes over the data), each re-solving the cache in at most `max_epochs` epochs."""
+    (oracle passes over the data), each re-solving the cache in at most INNER_EPOCHS epochs."""
     started = time.perf_counter()
     geometry = Geometry(block.n_features, bias)
     problem = task.problem(block, path, C, geometry)
