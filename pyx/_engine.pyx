@@ -13,7 +13,10 @@ its constraints without copying the data:
     x_c = sum_{t in [tptr_c, tptr_{c+1})}  s_t * shift(X[r_t], o_t)  (+ s_t * bias * e_{o_t + n_cols}
                                                                         when the term carries the bias)
 
-where shift(x, o) puts column j of x at column o + j of w. Binary is one term per constraint (s = y_i,
+where shift(x, o) puts column j of x at column o + stride * j of w (and the bias feature at
+o + stride * n_cols), `stride` being one engine-wide integer: 1 for the class-major layout (block k
+at offset k * width), K for the feature-major one (class k at offset k: the K weights of a feature
+are contiguous, as LIBLINEAR's Crammer-Singer keeps them). Binary is one term per constraint (s = y_i,
 o = 0), regression two constraints on one row (+1 and -1), a ranking pair X[a] - X[b], a multiclass
 constraint row i at class block y_i (+1) and at block j (-1), a sequence the tokens' rows at their tag
 blocks plus transition counts on a "unit row". Terms may overlap (x_c may even be 0).
@@ -55,8 +58,10 @@ Shared-row groups (Crammer-Singer's examples: every term of every constraint is 
 bias flag, at one of a few offsets that do not overlap): g_c = l_c - sum_t s_t S[o_t] with
 S[o] = w[o:].row, so a visit takes one row product per offset, steps on S exactly (a step d on a term
 adds d s_t ||row||^2 to S[o_t]; the pair step's x_j . x_k is sum s_t s_u ||row||^2 over terms at one
-offset) and adds to w once at its end. It makes several passes over the group (_visit_shared), which
-approaches LIBLINEAR's exact solve of an example's subproblem (Keerthi et al. 2008).
+offset) and adds to w once at its end. With a stride > 1 the products at all the group's offsets
+are taken in one pass over the row (per nonzero j, the weights w[o + stride * j] of the offsets o
+lie within one stride: a few cache lines instead of one per offset), and so is the final update.
+It makes several passes over the group (_visit_shared), which approaches LIBLINEAR's exact solve of an example's subproblem (Keerthi et al. 2008).
 """
 
 import numpy as np
@@ -65,7 +70,7 @@ from libc.math cimport INFINITY, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
-from _sparse cimport rand_below, row_axpy, row_dot, row_row_dot, row_sqnorm
+from _sparse cimport rand_below, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
@@ -84,10 +89,10 @@ cdef struct Kind:
 # One term of a constraint in the terms layout: scale * shift(X[row], offset) (+ the bias feature).
 cdef struct Term:
     int64_t start        # the row is indices/data[start : start + nnz]
-    int64_t offset       # placed at w[offset:]
+    int64_t offset       # placed at w[offset + stride * j]
     double scale
     int32_t nnz
-    int32_t bias_col     # n_cols when the term carries the bias feature, else -1
+    int32_t bias_col     # stride * n_cols when the term carries the bias feature, else -1
 
 cdef struct Group:
     int64_t start        # its constraints are [start : start + size], the active ones first
@@ -181,7 +186,7 @@ def _row_last_columns(const int64_t[::1] indptr, const int32_t[::1] indices):
 
 
 def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias, group, gsize,
-                       int64_t n_cols, bint has_bias):
+                       int64_t n_cols, bint has_bias, int64_t stride=1):
     """The groups of two constraints or more whose terms all place one row, with one bias flag, at
     offsets far enough apart that the shifted rows do not overlap (multiclass: an example's group).
 
@@ -226,8 +231,17 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
     # neighbouring offsets must be further apart than the row reaches (its last column, or the bias)
     last = _row_last_columns(indptr, indices32)[np.maximum(row, 0)]
     reach = np.where(rep_bias, n_cols, last)
-    same = d_grp[1:] == d_grp[:-1]
-    shared[d_grp[1:][same & (np.diff(offsets) <= reach[d_grp[1:]])]] = False
+    if stride == 1:
+        same = d_grp[1:] == d_grp[:-1]
+        shared[d_grp[1:][same & (np.diff(offsets) <= reach[d_grp[1:]])]] = False
+    else:
+        # strided rows at offsets of distinct residues modulo the stride never meet; offsets of one
+        # residue must be further apart than stride * the row's reach
+        res = offsets % stride
+        o2 = np.lexsort((offsets, res, d_grp))
+        g2, r2, f2 = d_grp[o2], res[o2], offsets[o2]
+        same = (g2[1:] == g2[:-1]) & (r2[1:] == r2[:-1])
+        shared[g2[1:][same & (np.diff(f2) <= stride * reach[g2[1:]])]] = False
     rep_row[:] = np.maximum(row, 0)
     n_off[~shared] = 0
     return shared, slot, offsets, off_start, n_off, rep_row, rep_bias
@@ -271,6 +285,10 @@ cdef class DualCD:
     cdef int64_t* soffs           # shared-row groups: their distinct offsets, group after group
     cdef double* sbuf             # shared-row visit: s[o] = w[o:].row for the group's offsets
     cdef double* cbuf             # shared-row visit: the coefficient of the row added at each offset
+    cdef int64_t* abuf            # shared-row visit (stride > 1): the offsets taken in the one pass
+    cdef int64_t* ibuf            # ... and their indices among the group's offsets
+    cdef double* dbuf             # ... and their products or coefficients, contiguous
+    cdef int64_t stride           # column j of a term's row is at w[offset + stride * j]
     cdef int64_t n_shared         # shared-row groups
     cdef Group* grp
     cdef int64_t n_cons
@@ -312,6 +330,9 @@ cdef class DualCD:
         self.soffs = NULL
         self.sbuf = NULL
         self.cbuf = NULL
+        self.abuf = NULL
+        self.ibuf = NULL
+        self.dbuf = NULL
         self.grp = NULL
         self.groups = NULL
 
@@ -329,14 +350,19 @@ cdef class DualCD:
         free(self.soffs)
         free(self.sbuf)
         free(self.cbuf)
+        free(self.abuf)
+        free(self.ibuf)
+        free(self.dbuf)
         free(self.grp)
         free(self.groups)
 
     def __init__(self, indptr, indices, data, tptr, term_row, term_scale, term_offset, term_bias,
                  margin, group, C_group, alpha=None, *, int64_t n_cols, int64_t n_w=-1,
-                 double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True):
+                 double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True,
+                 int64_t stride=1):
         """The arrays of a `svmtrain.engine.ConstraintCache`, in its order; n_w < 0 means
-        n_cols (+1 with the bias feature)."""
+        n_cols (+1 with the bias feature). A term places column j of its row at
+        w[offset + stride * j], the bias feature at w[offset + stride * n_cols]."""
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
@@ -358,8 +384,12 @@ cdef class DualCD:
             raise ValueError("indptr is not a valid CSR row pointer")
         if data.shape[0] != indices.shape[0]:
             raise ValueError("indices and data differ in length")
+        if stride < 1:
+            raise ValueError("the stride must be >= 1")
         if n_cols > INT32_MAX or n > INT32_MAX or (n_rows > 0 and np.max(np.diff(indptr)) > INT32_MAX):
             raise ValueError("the engine takes at most 2**31 - 1 columns, constraints and nonzeros per row")
+        if stride > 1 and stride * n_cols > INT32_MAX:     # the bias column stride * n_cols is an int32
+            raise ValueError("the engine takes at most 2**31 - 1 strided columns (stride * n_cols)")
         indices32 = _column_indices(indices, n_cols)
         lengths = np.diff(tptr)                  # terms per constraint
         if n < 0 or tptr[0] != 0 or np.any(lengths < 0):
@@ -382,15 +412,16 @@ cdef class DualCD:
         if n_terms and term_offset.min() < 0:
             raise ValueError("a term offset is negative")
         # The one-row layout: every constraint is one unshifted term (binary, regression, raw rows).
-        one_row = (n_terms == n and bool(np.all(lengths == 1)) and not np.any(term_offset)
+        one_row = (stride == 1 and n_terms == n and bool(np.all(lengths == 1)) and not np.any(term_offset)
                    and (not has_bias or bool(np.all(term_bias))))
-        # every column a term touches lies in w: o_t + (the row's last column, or n_cols for the bias)
+        # every column a term touches lies in w: o_t + stride * (the row's last column, or n_cols for
+        # the bias)
         if n_terms and not (one_row and n_w >= n_cols + (1 if has_bias else 0)):
             if term_offset.max() > n_w:
                 raise ValueError("a term reaches past the n_w columns of w")
-            reach = term_offset + _row_last_columns(indptr, indices32)[term_row]
+            reach = term_offset + stride * _row_last_columns(indptr, indices32)[term_row]
             if has_bias:
-                reach = np.where(term_bias, term_offset + n_cols, reach)   # n_cols > every column
+                reach = np.where(term_bias, term_offset + stride * n_cols, reach)   # n_cols > every column
             if reach.max() >= n_w:
                 raise ValueError("a term reaches past the n_w columns of w")
         if alpha is None:
@@ -413,6 +444,7 @@ cdef class DualCD:
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
+        self.stride = stride
         self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
         self.w = &self.w_[0]
         self.shrinking = shrinking
@@ -447,7 +479,7 @@ cdef class DualCD:
             raise MemoryError("cannot allocate the constraint cache")
         shared, slot, soffs, off_start, n_off, rep_row, rep_bias = _shared_row_groups(
             None if one_row else indptr, indices32, tptr, term_row, term_offset, term_bias, group,
-            gsize, n_cols, has_bias)
+            gsize, n_cols, has_bias, stride)
         self.n_shared = int(np.count_nonzero(shared))
         if self.n_shared:
             n_slot = max(int(n_off.max()), 1)
@@ -455,7 +487,11 @@ cdef class DualCD:
             self.soffs = <int64_t*> malloc(max(soffs.shape[0], 1) * sizeof(int64_t))
             self.sbuf = <double*> malloc(n_slot * sizeof(double))
             self.cbuf = <double*> malloc(n_slot * sizeof(double))
-            if self.tslot == NULL or self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL:
+            self.abuf = <int64_t*> malloc(n_slot * sizeof(int64_t))
+            self.ibuf = <int64_t*> malloc(n_slot * sizeof(int64_t))
+            self.dbuf = <double*> malloc(n_slot * sizeof(double))
+            if (self.tslot == NULL or self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
+                    or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL):
                 raise MemoryError("cannot allocate the constraint cache")
         if not one_row:
             self.terms = <Term*> malloc(max(n_terms, 1) * sizeof(Term))
@@ -476,7 +512,7 @@ cdef class DualCD:
         cdef const uint8_t[::1] shared_v = shared.view(np.uint8), rbias_v = rep_bias.view(np.uint8)
         cdef const int32_t[::1] slot_v = slot
         cdef const int64_t[::1] soffs_v = soffs, ostart_v = off_start, noff_v = n_off, rrow_v = rep_row
-        cdef int64_t k, c, g, t, r, n_c = n, n_g = n_groups, n_t = n_terms
+        cdef int64_t k, c, g, t, r, n_c = n, n_g = n_groups, n_t = n_terms, sbias = stride * n_cols
         cdef bint nonzero
         with nogil:
             for k in range(kinds_v.shape[0]):
@@ -489,7 +525,7 @@ cdef class DualCD:
                 self.terms[t].nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
                 self.terms[t].offset = off_v[t]
                 self.terms[t].scale = scale_v[t]
-                self.terms[t].bias_col = <int32_t>n_cols if (has_bias and tbias_v[t]) else -1
+                self.terms[t].bias_col = <int32_t>sbias if (has_bias and tbias_v[t]) else -1
             for k in range(n_c):
                 c = order_v[k]
                 self.nk[k].kind = kind_v[c]
@@ -518,7 +554,7 @@ cdef class DualCD:
                     self.grp[g].off_start = ostart_v[g]
                     self.grp[g].row_start = ptr_v[r]
                     self.grp[g].row_nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
-                    self.grp[g].bias_col = <int32_t>n_cols if (has_bias and rbias_v[g]) else -1
+                    self.grp[g].bias_col = <int32_t>sbias if (has_bias and rbias_v[g]) else -1
                     self.grp[g].rsq = row_sqnorm(self.data, self.grp[g].row_start,
                                                  self.grp[g].row_start + self.grp[g].row_nnz,
                                                  self.bias, self.grp[g].bias_col)
@@ -557,6 +593,12 @@ cdef class DualCD:
         cdef Term* tm
         if self.terms == NULL:
             return self._kind(k).scale * row_dot(v, self.indices, self.data, s, e, self.bias, self.bias_col)
+        if self.stride != 1:
+            for t in range(s, e):
+                tm = &self.terms[t]
+                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data, tm.start,
+                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
+            return r
         for t in range(s, e):
             tm = &self.terms[t]
             r += tm.scale * row_dot(v + tm.offset, self.indices, self.data, tm.start,
@@ -569,6 +611,12 @@ cdef class DualCD:
         cdef Term* tm
         if self.terms == NULL:
             row_axpy(d * self._kind(k).scale, self.indices, self.data, s, e, self.bias, self.bias_col, v)
+            return
+        if self.stride != 1:
+            for t in range(s, e):
+                tm = &self.terms[t]
+                row_axpy_s(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz,
+                           self.bias, tm.bias_col, v + tm.offset, self.stride)
             return
         for t in range(s, e):
             tm = &self.terms[t]
@@ -600,7 +648,7 @@ cdef class DualCD:
         for t in range(s, e):
             tm = &self.terms[t]
             for p in range(tm.start, tm.start + tm.nnz + (1 if tm.bias_col >= 0 else 0)):
-                col = tm.offset + (self.indices[p] if p < tm.start + tm.nnz else tm.bias_col)
+                col = tm.offset + (self.stride * self.indices[p] if p < tm.start + tm.nnz else tm.bias_col)
                 v = sc[col]
                 if v != 0.0:
                     nonzero[0] = True
@@ -639,7 +687,7 @@ cdef class DualCD:
         for t in range(sj, ej):
             a = &self.terms[t]
             for p in range(a.start, a.start + a.nnz):
-                self.scratch[a.offset + self.indices[p]] = 0.0
+                self.scratch[a.offset + self.stride * self.indices[p]] = 0.0
             if a.bias_col >= 0:
                 self.scratch[a.offset + a.bias_col] = 0.0
         return r
@@ -882,6 +930,76 @@ cdef class DualCD:
                     r += self.terms[a].scale * self.terms[b].scale
         return r * rsq
 
+    cdef void _strided_dots(self, Group* gr, int64_t na, double* sv) noexcept nogil:
+        """sv[ibuf[a]] = w[abuf[a]:].row (strided) for a < na, in one pass over the row: per nonzero
+        j, the weights w[o + stride * j] of the offsets o are read together (one contiguous run
+        when the offsets are consecutive, as the K classes of an example are)."""
+        cdef int64_t a, p, e = gr.row_start + gr.row_nnz
+        cdef const int64_t* ao = self.abuf
+        cdef const int64_t* ai = self.ibuf
+        cdef double* acc = self.dbuf
+        cdef const double* wc
+        cdef double v
+        if na == 0:
+            return
+        for a in range(na):
+            acc[a] = 0.0
+        if ao[na - 1] - ao[0] == na - 1:      # consecutive (ascending, distinct) offsets
+            for p in range(gr.row_start, e):
+                wc = self.w + ao[0] + self.stride * self.indices[p]
+                v = self.data[p]
+                for a in range(na):
+                    acc[a] += wc[a] * v
+            if gr.bias_col >= 0:
+                wc = self.w + ao[0] + gr.bias_col
+                for a in range(na):
+                    acc[a] += wc[a] * self.bias
+        else:
+            for p in range(gr.row_start, e):
+                wc = self.w + self.stride * self.indices[p]
+                v = self.data[p]
+                for a in range(na):
+                    acc[a] += wc[ao[a]] * v
+            if gr.bias_col >= 0:
+                wc = self.w + gr.bias_col
+                for a in range(na):
+                    acc[a] += wc[ao[a]] * self.bias
+        for a in range(na):
+            sv[ai[a]] = acc[a]
+
+    cdef void _strided_axpys(self, Group* gr, int64_t na, const double* cf) noexcept nogil:
+        """w[abuf[a]:] += cf[ibuf[a]] row (strided) for a < na, in one pass over the row."""
+        cdef int64_t a, p, e = gr.row_start + gr.row_nnz
+        cdef const int64_t* ao = self.abuf
+        cdef const int64_t* ai = self.ibuf
+        cdef double* c = self.dbuf
+        cdef double* wc
+        cdef double v
+        if na == 0:
+            return
+        for a in range(na):
+            c[a] = cf[ai[a]]
+        if ao[na - 1] - ao[0] == na - 1:      # consecutive offsets
+            for p in range(gr.row_start, e):
+                wc = self.w + ao[0] + self.stride * self.indices[p]
+                v = self.data[p]
+                for a in range(na):
+                    wc[a] += c[a] * v
+            if gr.bias_col >= 0:
+                wc = self.w + ao[0] + gr.bias_col
+                for a in range(na):
+                    wc[a] += c[a] * self.bias
+        else:
+            for p in range(gr.row_start, e):
+                wc = self.w + self.stride * self.indices[p]
+                v = self.data[p]
+                for a in range(na):
+                    wc[ao[a]] += c[a] * v
+            if gr.bias_col >= 0:
+                wc = self.w + gr.bias_col
+                for a in range(na):
+                    wc[ao[a]] += c[a] * self.bias
+
     cdef double _visit_shared(self, int64_t g, Tally* t) noexcept nogil:
         """_visit_group for a shared-row group: the row's product with w at each of the group's
         offsets is taken once, every gradient follows from them, and the steps update them exactly
@@ -897,7 +1015,8 @@ cdef class DualCD:
         cdef double Cg = gr.C, rsq = gr.rsq, Ag = 0.0, G, Gu, Gbest, a, d, q, room, v, pv
         cdef double violation = 0.0, gmax = -INFINITY
         cdef int p
-        cdef bint stepped
+        cdef int64_t na = 0
+        cdef bint stepped, strided = self.stride != 1
         # s at the offsets the active constraints use (shrinking may leave few of them)
         for i in range(n_off):
             cf[i] = INFINITY
@@ -907,8 +1026,16 @@ cdef class DualCD:
                 i = self.tslot[u]
                 if cf[i] != 0.0:
                     cf[i] = 0.0
-                    sv[i] = row_dot(self.w + offs[i], self.indices, self.data, gr.row_start,
-                                    gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+                    if not strided:          # strided: taken below, all in one pass
+                        sv[i] = row_dot(self.w + offs[i], self.indices, self.data, gr.row_start,
+                                        gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+        if strided:
+            for i in range(n_off):           # ascending offsets
+                if cf[i] == 0.0:
+                    self.abuf[na] = offs[i]
+                    self.ibuf[na] = i
+                    na += 1
+            self._strided_dots(gr, na, sv)
         for p in range(_PASSES):
             pv = 0.0
             stepped = False
@@ -982,10 +1109,19 @@ cdef class DualCD:
                 gr.active = m
             if not stepped or pv <= _TOL * violation:
                 break
-        for i in range(n_off):
-            if cf[i] != 0.0 and cf[i] != INFINITY:
-                row_axpy(cf[i], self.indices, self.data, gr.row_start, gr.row_start + gr.row_nnz,
-                         self.bias, gr.bias_col, self.w + offs[i])
+        if strided:
+            na = 0
+            for i in range(n_off):
+                if cf[i] != 0.0 and cf[i] != INFINITY:
+                    self.abuf[na] = offs[i]
+                    self.ibuf[na] = i
+                    na += 1
+            self._strided_axpys(gr, na, cf)
+        else:
+            for i in range(n_off):
+                if cf[i] != 0.0 and cf[i] != INFINITY:
+                    row_axpy(cf[i], self.indices, self.data, gr.row_start, gr.row_start + gr.row_nnz,
+                             self.bias, gr.bias_col, self.w + offs[i])
         if m == 0:
             self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
             return -1.0
@@ -1010,11 +1146,17 @@ cdef class DualCD:
                 if gr.size == 0:
                     continue
                 gmax = 0.0
-                if gr.n_off > 0:     # shared-row: one row product per offset
+                if gr.n_off > 0 and self.stride != 1:    # shared-row, strided: one pass
                     for i in range(gr.n_off):
-                        self.sbuf[i] = row_dot(self.w + self.soffs[gr.off_start + i], self.indices,
-                                               self.data, gr.row_start, gr.row_start + gr.row_nnz,
-                                               self.bias, gr.bias_col)
+                        self.abuf[i] = self.soffs[gr.off_start + i]
+                        self.ibuf[i] = i
+                    self._strided_dots(gr, gr.n_off, self.sbuf)
+                if gr.n_off > 0:     # shared-row: one row product per offset
+                    if self.stride == 1:
+                        for i in range(gr.n_off):
+                            self.sbuf[i] = row_dot(self.w + self.soffs[gr.off_start + i], self.indices,
+                                                   self.data, gr.row_start, gr.row_start + gr.row_nnz,
+                                                   self.bias, gr.bias_col)
                     for k in range(gr.start, gr.start + gr.size):
                         G = self._shared_gradient(k, self.sbuf)
                         if G > gmax:

@@ -63,15 +63,18 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
 def term_dots(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
               int64_t n_cols, const int64_t[::1] tptr, const int64_t[::1] term_row,
               const double[::1] term_scale, const int64_t[::1] term_offset, term_bias,
-              const double[::1] w, double bias, bint use_bias):
+              const double[::1] w, double bias, bint use_bias, int64_t stride=1):
     """w . x_c for constraints given as terms (svmtrain.tasks.base.Constraints); a term's bias
-    flag counts only when the model has a bias feature (use_bias)."""
+    flag counts only when the model has a bias feature (use_bias). A term places column j of its
+    row at w[offset + stride * j], the bias feature at w[offset + stride * n_cols]."""
     cdef int64_t m = tptr.shape[0] - 1, n_rows = indptr.shape[0] - 1
     flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
     if not use_bias:
         flags = np.zeros_like(flags)
     cdef const unsigned char[::1] has_bias = flags
     cdef int64_t t, c, r, p, o
+    if stride < 1:
+        raise ValueError("the stride must be >= 1")
     if m < 0 or tptr[0] != 0 or tptr[m] > term_row.shape[0]:
         raise ValueError("inconsistent constraint terms")
     for t in range(tptr[m]):
@@ -80,8 +83,8 @@ def term_dots(const int64_t[::1] indptr, const int64_t[::1] indices, const doubl
             raise ValueError("a term names a row outside the store")
         o = term_offset[t]
         # the columns a term touches: its row's columns, and the bias column when it has one
-        if o < 0 or (indptr[r + 1] > indptr[r] and o + min(indices[indptr[r + 1] - 1] + 1, n_cols) > w.shape[0]) \
-                or (has_bias[t] and o + n_cols >= w.shape[0]):
+        if o < 0 or (indptr[r + 1] > indptr[r] and o + stride * (min(indices[indptr[r + 1] - 1] + 1, n_cols) - 1) >= w.shape[0]) \
+                or (has_bias[t] and o + stride * n_cols >= w.shape[0]):
             raise ValueError("a term reaches beyond w")
     out = np.zeros(m, dtype=np.float64)
     cdef double[::1] res = out
@@ -95,9 +98,9 @@ def term_dots(const int64_t[::1] indptr, const int64_t[::1] indices, const doubl
                 d = 0.0
                 for p in range(indptr[r], indptr[r + 1]):
                     if indices[p] < n_cols:
-                        d = d + w[o + indices[p]] * data[p]
+                        d = d + w[o + stride * indices[p]] * data[p]
                 if has_bias[t]:
-                    d = d + w[o + n_cols] * bias
+                    d = d + w[o + stride * n_cols] * bias
                 s = s + term_scale[t] * d
             res[c] = s
     return out

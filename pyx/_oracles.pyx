@@ -106,8 +106,14 @@ def _choice(v, allowed, name):
 # 1. Block scores: S[i, k] = w_k . x_i (+ w_k[n_cols] * bias)
 # ---------------------------------------------------------------------------------------------------
 
-def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bias=0.0, bint has_bias=False):
+def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bias=0.0, bint has_bias=False,
+                 bint feature_major=False):
     """S (n, K) float64 with S[i, k] = w_k . x_i (+ bias weight of block k * bias).
+
+    Class-major w (the default): w_k is w[k * width : (k + 1) * width], its bias weight at
+    k * width + n_cols. Feature-major w (feature_major): the K weights of column j are
+    w[j * K : j * K + K], the bias weights w[n_cols * K : n_cols * K + K]; one pass over a row reads
+    them contiguously.
 
     CSR rows (indptr, indices int64, data float64); columns outside [0, n_cols) are ignored (a test file
     may have features the model never saw). w must hold at least K * width weights (a sequence model's
@@ -137,16 +143,28 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     cdef int64_t i, p, j, k
     cdef double v
     with nogil:
-        for i in range(n):
-            for p in range(ip[i], ip[i + 1]):
-                j = ind[p]
-                if 0 <= j < n_cols:
-                    v = val[p]
+        if feature_major:
+            for i in range(n):
+                for p in range(ip[i], ip[i + 1]):
+                    j = ind[p]
+                    if 0 <= j < n_cols:
+                        v = val[p]
+                        for k in range(K):
+                            S[i, k] += wv[j * K + k] * v
+                if has_bias:
                     for k in range(K):
-                        S[i, k] += wv[k * width + j] * v
-            if has_bias:
-                for k in range(K):
-                    S[i, k] += wv[k * width + n_cols] * bias
+                        S[i, k] += wv[n_cols * K + k] * bias
+        else:
+            for i in range(n):
+                for p in range(ip[i], ip[i + 1]):
+                    j = ind[p]
+                    if 0 <= j < n_cols:
+                        v = val[p]
+                        for k in range(K):
+                            S[i, k] += wv[k * width + j] * v
+                if has_bias:
+                    for k in range(K):
+                        S[i, k] += wv[k * width + n_cols] * bias
     return out
 
 

@@ -34,6 +34,30 @@ cdef inline void row_axpy(double a, const index_t* ind, const double* val,
         w[bias_col] += a * bias
 
 
+# The strided forms (a feature-major weight layout): column j of the row is read at w[stride * j]; the
+# bias column is given already strided.
+cdef inline double row_dot_s(const double* w, const index_t* ind, const double* val,
+                             int64_t start, int64_t end, double bias, int64_t bias_col,
+                             int64_t stride) noexcept nogil:
+    cdef double s = 0.0
+    cdef int64_t p
+    for p in range(start, end):
+        s += w[stride * ind[p]] * val[p]
+    if bias_col >= 0:
+        s += w[bias_col] * bias
+    return s
+
+
+cdef inline void row_axpy_s(double a, const index_t* ind, const double* val,
+                            int64_t start, int64_t end, double bias, int64_t bias_col,
+                            double* w, int64_t stride) noexcept nogil:
+    cdef int64_t p
+    for p in range(start, end):
+        w[stride * ind[p]] += a * val[p]
+    if bias_col >= 0:
+        w[bias_col] += a * bias
+
+
 cdef inline double row_sqnorm(const double* val, int64_t start, int64_t end,
                               double bias, int64_t bias_col) noexcept nogil:
     cdef double s = 0.0

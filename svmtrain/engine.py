@@ -24,10 +24,12 @@ class ConstraintCache:
                                                (+ term_scale[t] * bias * e_{term_offset[t] + n_cols}
                                                   when bias is not None and term_bias[t])
 
-    shift(x, o) puts column j of x at column o + j of w, which has n_w entries: every column a term
-    touches must lie below n_w. `bias`, when not None, is the value of LIBLINEAR's implicit constant
-    feature. Tasks place class (or tag) block k at offset k * (n_cols + (bias is not None)), its bias
-    weight at k * width + n_cols; the engine knows only offsets.
+    shift(x, o) puts column j of x at column o + stride * j of w (the bias feature at
+    o + stride * n_cols), which has n_w entries: every column a term touches must lie below n_w.
+    `bias`, when not None, is the value of LIBLINEAR's implicit constant feature. With stride 1
+    (class-major) tasks place class block k at offset k * (n_cols + (bias is not None)), its bias
+    weight at k * width + n_cols; with stride K (feature-major: the K weights of a feature are
+    contiguous) class k is at offset k. The engine knows only offsets and the stride.
     """
 
     indptr: np.ndarray
@@ -44,6 +46,7 @@ class ConstraintCache:
     C_group: np.ndarray
     n_w: int
     bias: Optional[float] = None
+    stride: int = 1
 
     @classmethod
     def one_term(cls, indptr, indices, data, n_cols, row, scale, margin, group, C_group, bias=None):
@@ -70,7 +73,8 @@ class ConstraintCache:
         return DualCD(self.indptr, self.indices, self.data, self.tptr, self.term_row, self.term_scale,
                       self.term_offset, self.term_bias, self.margin, self.group, self.C_group, alpha,
                       n_cols=self.n_cols, n_w=self.n_w, bias=self.bias or 0.0,
-                      has_bias=self.bias is not None, seed=seed, shrinking=shrinking)
+                      has_bias=self.bias is not None, seed=seed, shrinking=shrinking,
+                      stride=self.stride)
 
 
 @dataclass

@@ -35,7 +35,7 @@ def random_store(rng, seed, n_rows, n_cols, density, unit_row):
     return X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
 
 
-def terms_cache(store, n_cols, terms, margin, group, C_group, n_w, bias=None):
+def terms_cache(store, n_cols, terms, margin, group, C_group, n_w, bias=None, stride=1):
     """A cache from a list of constraints, each a list of (row, scale, offset, carries_bias) terms."""
     tptr = np.concatenate([[0], np.cumsum([len(t) for t in terms])]).astype(np.int64)
     flat = [term for ts in terms for term in ts]
@@ -44,7 +44,7 @@ def terms_cache(store, n_cols, terms, margin, group, C_group, n_w, bias=None):
                            term_scale=col(1, np.float64), term_offset=col(2, np.int64),
                            term_bias=col(3, bool), margin=np.asarray(margin, np.float64),
                            group=np.asarray(group, np.int64), C_group=np.asarray(C_group, np.float64),
-                           n_w=n_w, bias=bias)
+                           n_w=n_w, bias=bias, stride=stride)
 
 
 def random_terms_cache(seed, n_rows=10, n_cols=5, n_cons=24, n_groups=6, bias=None, max_terms=4):
@@ -77,17 +77,48 @@ def random_terms_cache(seed, n_rows=10, n_cols=5, n_cons=24, n_groups=6, bias=No
                        rng.uniform(0.1, 3.0, n_groups), n_w, bias)
 
 
-def multiclass_cache(seed, n=10, n_cols=5, K=4, C=0.3, bias=None):
+def multiclass_cache(seed, n=10, n_cols=5, K=4, C=0.3, bias=None, feature_major=False):
     """Crammer-Singer: x_ij = phi(x_i, y_i) - phi(x_i, j) for every j, j == y_i included (x = 0,
-    l = 0), one group (slack) per example; class block k at offset k * width."""
+    l = 0), one group (slack) per example; class block k at offset k * width, or (feature_major)
+    class k at offset k with stride K."""
     rng = np.random.default_rng(seed)
     store = random_store(rng, seed, n, n_cols, 0.7, unit_row=False)
     y = rng.integers(0, K, n)
     width = n_cols + (bias is not None)
-    terms = [[(i, 1.0, y[i] * width, True), (i, -1.0, j * width, True)] for i in range(n) for j in range(K)]
+    at = 1 if feature_major else width
+    terms = [[(i, 1.0, y[i] * at, True), (i, -1.0, j * at, True)] for i in range(n) for j in range(K)]
     margin = [float(j != y[i]) for i in range(n) for j in range(K)]
     group = np.repeat(np.arange(n), K)
-    return terms_cache(store, n_cols, terms, margin, group, np.full(n, C), K * width, bias)
+    return terms_cache(store, n_cols, terms, margin, group, np.full(n, C), K * width, bias,
+                       stride=K if feature_major else 1)
+
+
+def strided_terms_cache(seed, n_rows=10, n_cols=5, K=3, n_cons=24, n_groups=6, bias=None, max_terms=4):
+    """The sequence task's feature-major layout (stride K): emission terms at offsets 0..K-1 (the
+    bias on some), terms at offsets K..2K-1 that overlap the others' columns, rows repeated in one
+    constraint, and a unit row at "transition" columns K * width + 0..3 after the emissions."""
+    rng = np.random.default_rng(seed)
+    store = random_store(rng, seed, n_rows, n_cols, 0.6, unit_row=True)
+    unit = n_rows
+    width = n_cols + (bias is not None)
+    n_w = K * width + 4
+    terms = []
+    for c in range(n_cons):
+        ts = []
+        for _ in range(rng.integers(0 if c % 11 == 5 else 1, max_terms + 1)):
+            kind = rng.random()
+            if kind < 0.2:
+                ts.append((unit, float(rng.integers(-2, 3)), K * width + rng.integers(0, 4), False))
+            elif kind < 0.3 and ts and ts[0][0] != unit:
+                ts.append((ts[0][0], rng.normal(), ts[0][2], ts[0][3]))
+            else:
+                o = int(rng.integers(0, 2 * K))
+                ts.append((rng.integers(0, n_rows), rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 2.0),
+                           o, bool(o < K and rng.random() < 0.5)))
+        terms.append(ts)
+    group = np.concatenate([np.arange(n_groups), rng.integers(0, n_groups, n_cons - n_groups)])
+    return terms_cache(store, n_cols, terms, rng.uniform(-0.5, 2.0, n_cons), group,
+                       rng.uniform(0.1, 3.0, n_groups), n_w, bias, stride=K)
 
 
 def dense_constraints(c):
@@ -97,9 +128,9 @@ def dense_constraints(c):
         for t in range(c.tptr[k], c.tptr[k + 1]):
             r, s, o = c.term_row[t], c.term_scale[t], c.term_offset[t]
             lo, hi = c.indptr[r], c.indptr[r + 1]
-            np.add.at(A[k], o + c.indices[lo:hi], s * c.data[lo:hi])
+            np.add.at(A[k], o + c.stride * c.indices[lo:hi], s * c.data[lo:hi])
             if c.bias is not None and c.term_bias[t]:
-                A[k, o + c.n_cols] += s * c.bias
+                A[k, o + c.stride * c.n_cols] += s * c.bias
     return A
 
 
@@ -156,6 +187,11 @@ def primal(c, w):
 def make_cache(kind, seed):
     if kind.startswith("terms"):
         return random_terms_cache(seed, bias=1.5 if kind == "terms_bias" else None)
+    if kind.startswith("strided"):
+        return strided_terms_cache(seed, bias=1.5 if kind == "strided_bias" else None)
+    if kind.startswith("fm_multiclass"):
+        return multiclass_cache(seed, bias=1.5 if kind == "fm_multiclass_bias" else None,
+                                feature_major=True)
     if kind.startswith("multiclass"):
         return multiclass_cache(seed, bias=1.5 if kind == "multiclass_bias" else None)
     return random_cache(seed, bias=1.5 if kind == "bias" else None, shared_rows=kind == "shared_rows")
@@ -163,7 +199,8 @@ def make_cache(kind, seed):
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("kind", ["plain", "bias", "shared_rows", "terms", "terms_bias", "multiclass",
-                                  "multiclass_bias"])
+                                  "multiclass_bias", "strided", "strided_bias", "fm_multiclass",
+                                  "fm_multiclass_bias"])
 def test_engine_reaches_the_brute_force_optimum(seed, kind):
     c = make_cache(kind, seed)
     opt, A = brute_force(c)
@@ -251,7 +288,7 @@ def engine_args(c):
     return dict(indptr=c.indptr, indices=c.indices, data=c.data, tptr=c.tptr, term_row=c.term_row,
                 term_scale=c.term_scale, term_offset=c.term_offset, term_bias=c.term_bias,
                 margin=c.margin, group=c.group, C_group=c.C_group, n_cols=c.n_cols, n_w=c.n_w,
-                bias=c.bias or 0.0, has_bias=c.bias is not None)
+                bias=c.bias or 0.0, has_bias=c.bias is not None, stride=c.stride)
 
 
 @pytest.mark.parametrize("make", [lambda: random_cache(1), lambda: random_terms_cache(1, bias=1.0)])
@@ -421,3 +458,59 @@ def test_shared_row_determinism():
     for _ in range(30):
         assert e.epoch() == f.epoch() and e.approximate_bounds() == f.approximate_bounds()
     assert e.w.tobytes() == f.w.tobytes() and e.rng_state == f.rng_state
+
+
+@pytest.mark.parametrize("bias", [None, 1.5])
+def test_feature_major_multiclass_is_the_class_major_problem_permuted(bias):
+    """Stride K with class k at offset k (the shared-row one-pass visit) solves the class-major
+    problem: the same alphas, and w with the K weights of each feature together."""
+    K, n_cols = 4, 5
+    cm = multiclass_cache(6, n=30, n_cols=n_cols, K=K, C=0.4, bias=bias)
+    fm = multiclass_cache(6, n=30, n_cols=n_cols, K=K, C=0.4, bias=bias, feature_major=True)
+    assert fm.engine().n_shared_groups == cm.engine().n_shared_groups == 30
+    width = n_cols + (bias is not None)
+    perm = np.arange(K * width).reshape(K, width).T.ravel()     # fm position -> cm position
+    assert np.array_equal(dense_constraints(fm), dense_constraints(cm)[:, perm])
+    a = solve(cm, epsilon=1e-11, max_epochs=50000, seed=3)
+    b = solve(fm, epsilon=1e-11, max_epochs=50000, seed=3)
+    assert a.converged and b.converged
+    assert b.dual == pytest.approx(a.dual, rel=1e-9)
+    assert np.allclose(b.alpha, a.alpha, atol=1e-7)
+    assert np.allclose(b.w, a.w[perm], atol=1e-7)
+    assert np.allclose(b.w, dense_constraints(fm).T @ b.alpha, atol=1e-12)
+
+
+def test_stride_reach_is_checked_at_the_edge():
+    """With a stride, a term touches offset + stride * (its row's last column), and the bias
+    column offset + stride * n_cols: both must lie below n_w."""
+    store = (np.array([0, 2, 3]), np.array([0, 3, 0]), np.array([1.0, 2.0, 1.0]))   # row 1: unit row
+    K, n_cols = 3, 4
+    ok = terms_cache(store, n_cols, [[(0, 1.0, 2, False), (1, 1.0, 11, False)]], [1.0], [0], [1.0],
+                     n_w=12, stride=K)               # 2 + 3 * 3 = 11, the unit row at 11
+    sol = solve(ok, epsilon=1e-12, max_epochs=100, seed=1)
+    x = dense_constraints(ok)[0]
+    assert x.tolist() == [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 3]
+    assert sol.w == pytest.approx(sol.alpha[0] * x, abs=1e-15)
+    args = engine_args(ok)
+    with pytest.raises(ValueError, match="n_w"):     # 3 + 3 * 3 = 12
+        DualCD(**{**args, "term_offset": np.array([3, 11])})
+    with pytest.raises(ValueError, match="n_w"):     # the bias column 2 + 3 * 4 = 14
+        DualCD(**{**args, "term_bias": np.array([True, False]), "has_bias": True, "bias": 1.0})
+    DualCD(**{**args, "term_bias": np.array([True, False]), "has_bias": True, "bias": 1.0, "n_w": 15})
+    with pytest.raises(ValueError, match="stride"):
+        DualCD(**{**args, "stride": 0})
+
+
+@pytest.mark.parametrize("bias", [None, 1.5])
+@pytest.mark.parametrize("make", [strided_terms_cache, random_terms_cache])
+def test_term_dots_honours_the_stride(make, bias):
+    """The cutting planes' w . x_c (svmtrain._linear.term_dots) against the dense constraints."""
+    from svmtrain._linear import term_dots
+    c = make(7, bias=bias)
+    w = np.random.default_rng(2).normal(size=c.n_w)
+    got = term_dots(c.indptr, c.indices, c.data, c.n_cols, c.tptr, c.term_row, c.term_scale,
+                    c.term_offset, c.term_bias, w, c.bias or 0.0, c.bias is not None, c.stride)
+    np.testing.assert_allclose(got, dense_constraints(c) @ w, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="beyond w"):
+        term_dots(c.indptr, c.indices, c.data, c.n_cols, c.tptr, c.term_row, c.term_scale,
+                  c.term_offset, c.term_bias, w[:-5], c.bias or 0.0, c.bias is not None, c.stride)

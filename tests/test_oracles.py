@@ -39,6 +39,11 @@ def test_block_scores_matches_dense_product_and_ignores_extra_columns(has_bias, 
     expect = Xd @ W[:, :n_cols].T + (bias * W[:, n_cols] if has_bias else 0.0)
     assert S.shape == (n, K) and S.dtype == np.float64
     np.testing.assert_allclose(S, expect, rtol=1e-12, atol=1e-12)
+    # the same weights feature-major: the K weights of column j at w[j * K : j * K + K]
+    fm = np.concatenate([W.T.ravel(), w[K * width:]])
+    F = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, fm, n_cols, K,
+                     bias, has_bias, True)
+    np.testing.assert_allclose(F, expect, rtol=1e-12, atol=1e-12)
 
 
 def test_block_scores_on_a_block_whose_pointers_do_not_start_at_zero():

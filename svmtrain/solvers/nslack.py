@@ -46,7 +46,8 @@ def _cache(problem, cons):
         indptr=problem.indptr, indices=problem.indices, data=problem.data, n_cols=problem.n_cols,
         tptr=cons.tptr, term_row=cons.term_row, term_scale=cons.term_scale,
         term_offset=cons.term_offset, term_bias=cons.term_bias, margin=cons.margin,
-        group=cons.group, C_group=problem.C, n_w=problem.n_w, bias=problem.bias)
+        group=cons.group, C_group=problem.C, n_w=problem.n_w, bias=problem.bias,
+        stride=problem.stride)
 
 
 # Each round re-solves the cache for at most this many epochs: the next oracle pass gives better
@@ -143,7 +144,7 @@ def _gradients(problem, cons, w):
     return cons.margin - term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols,
                                    cons.tptr, cons.term_row, cons.term_scale, cons.term_offset,
                                    cons.term_bias, w, 0.0 if problem.bias is None else problem.bias,
-                                   problem.bias is not None)
+                                   problem.bias is not None, problem.stride)
 
 
 def _not_cached(cache, worst):

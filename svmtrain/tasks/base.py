@@ -88,7 +88,11 @@ class Problem:
     """A task's training data in the form the solvers use.
 
     The row store is the data's CSR arrays (plus any rows the task appends, e.g. a unit row for
-    transition counts); n_cols columns per row; a weight vector has n_w entries.
+    transition counts); n_cols columns per row; a weight vector has n_w entries. A constraint term
+    places column j of its row at w[offset + stride * j]: stride 1 for blocks of `width` weights
+    (class-major), K for the feature-major layout of multiclass and sequence emissions (the K
+    weights of feature j at w[j * K : j * K + K]; model files keep the class-major layout:
+    `Task.model_weights` and `Task.solver_weights` convert).
     """
 
     indptr: np.ndarray
@@ -99,6 +103,7 @@ class Problem:
     bias: object               # the bias feature's value, or None
     C: np.ndarray              # C_i, one per example (the engine's group bounds)
     path: str
+    stride: int = 1
 
     @property
     def n_examples(self):
@@ -160,7 +165,7 @@ class Task(ABC):
         return geometry.width
 
     def model_weights(self, w, geometry):
-        """w as the model file stores it (a K x width matrix for multiclass)."""
+        """w as the model file stores it (a K x width matrix for multiclass), from the solvers' w."""
         return w
 
     def solver_weights(self, model_w):

@@ -9,6 +9,11 @@ w = (w_1, ..., w_K), one block of `width` weights per class; psi(x, k) puts x in
 for j != y_i, and P(w) = 1/2 ||w||^2 + sum_i C_i max(0, max_j (Delta(y_i, j) - w_{y_i}.x_i + w_j.x_i)).
 With the 0/1 loss both rescalings are the same problem. Labels are any values, sorted and mapped
 to 0..K-1; the model records them.
+
+The solvers keep w feature-major (LIBLINEAR's layout: the K weights of feature j at
+w[j * K : j * K + K], the bias weights last), so that the K scores of a row take one pass over its
+nonzeros with K contiguous weights each: class k's term is at offset k with stride K. The model file
+keeps the class-major K x width matrix; model_weights and solver_weights convert.
 """
 
 import numpy as np
@@ -58,7 +63,13 @@ class Multiclass(Task):
         return self.K * geometry.width
 
     def model_weights(self, w, geometry):
-        return np.asarray(w).reshape(self.K, geometry.width)
+        """The feature-major solver w as the model's K x width (class-major) matrix."""
+        return np.ascontiguousarray(np.asarray(w).reshape(geometry.width, self.K).T)
+
+    def solver_weights(self, model_w):
+        """The model's K x width matrix as the feature-major w of the solvers and kernels."""
+        W = np.asarray(model_w, dtype=np.float64).reshape(self.K, -1)
+        return np.ascontiguousarray(W.T).ravel()
 
     def classes(self, block, path):
         """Class index of every row; a label the model does not know is an input error."""
@@ -74,10 +85,12 @@ class Multiclass(Task):
 
     def problem(self, block, path, C, geometry):
         return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
-                       self.n_weights(geometry), geometry.bias, self.costs(block, C), path)
+                       self.n_weights(geometry), geometry.bias, self.costs(block, C), path,
+                       stride=self.K)
 
-    def _constraints(self, rows, y, j, width):
-        """x = s (psi(x_i, y_i) - psi(x_i, j)) with s = Delta (slack rescaling) or 1."""
+    def _constraints(self, rows, y, j):
+        """x = s (psi(x_i, y_i) - psi(x_i, j)) with s = Delta (slack rescaling) or 1; class k's
+        term at offset k (feature-major: stride K)."""
         m = len(rows)
         delta = self.delta[y, j]
         s = delta if self.rescaling == "slack" else np.ones(m)
@@ -86,7 +99,7 @@ class Multiclass(Task):
         term_scale = np.empty(2 * m)
         term_scale[0::2], term_scale[1::2] = s, -s
         term_offset = np.empty(2 * m, np.int64)
-        term_offset[0::2], term_offset[1::2] = y * width, j * width
+        term_offset[0::2], term_offset[1::2] = y, j
         return Constraints(tptr, term_row, term_scale, term_offset, np.ones(2 * m, bool),
                            delta.astype(np.float64), rows.astype(np.int64), j.astype(np.int64))
 
@@ -98,13 +111,12 @@ class Multiclass(Task):
         rows = np.repeat(np.arange(n, dtype=np.int64), self.K)
         j = np.tile(np.arange(self.K, dtype=np.int64), n)
         keep = j != np.repeat(y, self.K)
-        width = Geometry(problem.n_cols, problem.bias).width
-        return self._constraints(rows[keep], np.repeat(y, self.K)[keep], j[keep], width)
+        return self._constraints(rows[keep], np.repeat(y, self.K)[keep], j[keep])
 
     def scores(self, w, block, geometry):
         return block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
                             geometry.n_cols, self.K, 0.0 if geometry.bias is None else float(geometry.bias),
-                            geometry.bias is not None)
+                            geometry.bias is not None, True)
 
     def _worst(self, w, block, path, geometry):
         y = self.classes(block, path)
@@ -116,7 +128,7 @@ class Multiclass(Task):
         geometry = Geometry(problem.n_cols, problem.bias)
         y, j, value = self._worst(w, block, problem.path, geometry)
         rows = np.arange(block.n_rows, dtype=np.int64)
-        return value, self._constraints(rows, y, j, geometry.width)
+        return value, self._constraints(rows, y, j)
 
     def violations(self, w, block, path, geometry):
         return self._worst(w, block, path, geometry)[2]

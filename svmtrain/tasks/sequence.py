@@ -11,6 +11,11 @@ then the (K+1) x K transition weights). For a sentence i and a labelling y != y_
 
 with slack rescaling scaling x_iy by Delta. Viterbi predicts; loss-augmented Viterbi finds the worst
 offender, whose value is exact: the primal of every cutting-plane round is exact.
+
+The solvers keep the emissions feature-major (the K weights of feature j at w[j * K : j * K + K],
+tag k's terms at offset k with stride K) and the transitions after them, at K * width + p * K + c,
+where the unit row's column 0 lands with that stride. The model file keeps K class-major emission
+blocks of width, then the transitions; model_weights and solver_weights convert.
 """
 
 import zlib
@@ -78,6 +83,18 @@ class Sequence(Task):
     def n_weights(self, geometry):
         return self.K * geometry.width + (self.K + 1) * self.K
 
+    def model_weights(self, w, geometry):
+        """The solvers' w (feature-major emissions) with the emissions as K class-major blocks."""
+        w = np.asarray(w, dtype=np.float64)
+        E = self.K * geometry.width
+        return np.concatenate([w[:E].reshape(geometry.width, self.K).T.ravel(), w[E:]])
+
+    def solver_weights(self, model_w):
+        """The model's w (K emission blocks, then transitions) with feature-major emissions."""
+        w = np.asarray(model_w, dtype=np.float64).ravel()
+        E = len(w) - (self.K + 1) * self.K
+        return np.concatenate([w[:E].reshape(self.K, E // self.K).T.ravel(), w[E:]])
+
     def tags(self, block, path):
         k = np.minimum(np.searchsorted(self.labels, block.target), self.K - 1)
         unknown = self.labels[k] != block.target
@@ -98,13 +115,13 @@ class Sequence(Task):
         indices = np.append(block.indices, 0)
         data = np.append(block.data, 1.0)
         return Problem(indptr, indices, data, max(geometry.n_cols, 1), self.n_weights(geometry),
-                       geometry.bias, C * block.cost[seq_ptr[:-1]], path)
+                       geometry.bias, C * block.cost[seq_ptr[:-1]], path, stride=self.K)
 
     def _parts(self, w, block, geometry):
         W = geometry.width
         E = block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
                          geometry.n_cols, self.K, 0.0 if geometry.bias is None else float(geometry.bias),
-                         geometry.bias is not None)
+                         geometry.bias is not None, True)
         T = np.ascontiguousarray(w[self.K * W:].reshape(self.K + 1, self.K))
         return E, T
 
@@ -134,7 +151,7 @@ class Sequence(Task):
         e_scale = np.empty(2 * len(tok))
         e_scale[0::2], e_scale[1::2] = 1.0, -1.0
         e_offset = np.empty(2 * len(tok), np.int64)
-        e_offset[0::2], e_offset[1::2] = y[tok] * W, yhat[tok] * W
+        e_offset[0::2], e_offset[1::2] = y[tok], yhat[tok]     # feature-major: stride K
         # transitions: count differences of (previous, current) pairs, previous = START (K) first
         first = np.zeros(len(y), bool)
         first[seq_ptr[:-1]] = True
