@@ -142,29 +142,20 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     cdef double[:, ::1] S = out
     cdef int64_t i, p, j, k
     cdef double v
+    # weight of feature j (or the bias, j = n_cols) in class k: wv[j * sj + k * sk]
+    cdef int64_t sj = K if feature_major else 1
+    cdef int64_t sk = 1 if feature_major else width
     with nogil:
-        if feature_major:
-            for i in range(n):
-                for p in range(ip[i], ip[i + 1]):
-                    j = ind[p]
-                    if 0 <= j < n_cols:
-                        v = val[p]
-                        for k in range(K):
-                            S[i, k] += wv[j * K + k] * v
-                if has_bias:
+        for i in range(n):
+            for p in range(ip[i], ip[i + 1]):
+                j = ind[p]
+                if 0 <= j < n_cols:
+                    v = val[p]
                     for k in range(K):
-                        S[i, k] += wv[n_cols * K + k] * bias
-        else:
-            for i in range(n):
-                for p in range(ip[i], ip[i + 1]):
-                    j = ind[p]
-                    if 0 <= j < n_cols:
-                        v = val[p]
-                        for k in range(K):
-                            S[i, k] += wv[k * width + j] * v
-                if has_bias:
-                    for k in range(K):
-                        S[i, k] += wv[k * width + n_cols] * bias
+                        S[i, k] += wv[j * sj + k * sk] * v
+            if has_bias:
+                for k in range(K):
+                    S[i, k] += wv[n_cols * sj + k * sk] * bias
     return out
 
 

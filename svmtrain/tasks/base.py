@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from svmtrain._linear import csr_scores
+from svmtrain.data import DataError
 
 
 @dataclass
@@ -213,6 +214,47 @@ class Task(ABC):
         return repr(float(values))
 
 
+class LabelledTask(Task):
+    """A task with K labels (classes, tags), a loss Delta and a rescaling, whose weights hold one
+    block per label; the solvers keep the blocks feature-major (the K weights of a feature together,
+    as LIBLINEAR's Crammer-Singer does), model files class-major (one row per label)."""
+
+    default_loss = "zero-one"
+    label_noun, labels_noun = "label", "labels"   # in error messages
+
+    def __init__(self, labels, loss=None, rescaling=None):
+        self.labels = np.asarray(labels, dtype=np.float64)
+        self.K = len(self.labels)
+        self.loss = loss or self.default_loss
+        self.rescaling = rescaling or "margin"
+
+    @classmethod
+    def from_model(cls, model):
+        return cls(model.labels, model.loss, model.rescaling)
+
+    def model_fields(self):
+        return {"labels": self.labels.tolist(), "loss": self.loss, "rescaling": self.rescaling}
+
+    def label_index(self, block, path):
+        """Index 0..K-1 of every row's label; a label the model does not know is an input error."""
+        k = np.minimum(np.searchsorted(self.labels, block.target), self.K - 1)
+        unknown = self.labels[k] != block.target
+        if np.any(unknown):
+            i = int(np.argmax(unknown))
+            raise DataError(path, int(block.line[i]),
+                            f"{self.label_noun} {format_label(block.target[i])} is not one of the "
+                            f"model's {self.K} {self.labels_noun} ({describe_labels(self.labels)})")
+        return k.astype(np.int64)
+
+    def class_major(self, w_blocks):
+        """Feature-major blocks (width x K, flat) as K class-major rows (flat)."""
+        return np.asarray(w_blocks, dtype=np.float64).reshape(-1, self.K).T.ravel()
+
+    def feature_major(self, w_blocks):
+        """K class-major rows (flat) as feature-major blocks (flat)."""
+        return np.ascontiguousarray(np.asarray(w_blocks, dtype=np.float64).reshape(self.K, -1).T).ravel()
+
+
 class PredictsScores:
     """For tasks whose prediction is the score w.x itself (regression, ranking, raw constraints)."""
 
@@ -222,6 +264,11 @@ class PredictsScores:
 
     def format_prediction(self, value):
         return repr(float(value))
+
+
+def describe_labels(values, limit=6):
+    shown = ", ".join(format_label(v) for v in values[:limit])
+    return shown + (", ..." if len(values) > limit else "")
 
 
 def format_label(x):

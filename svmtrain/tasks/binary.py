@@ -9,12 +9,7 @@ the positive class (decision value > 0), as +1/-1 and 1/0 data expect.
 import numpy as np
 
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Geometry, Problem, Task, format_label
-
-
-def describe_labels(values, limit=6):
-    shown = ", ".join(format_label(v) for v in values[:limit])
-    return shown + (", ..." if len(values) > limit else "")
+from svmtrain.tasks.base import Constraints, Geometry, Problem, Task, describe_labels, format_label
 
 
 class Binary(Task):

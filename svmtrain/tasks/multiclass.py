@@ -20,8 +20,7 @@ import numpy as np
 
 from svmtrain._oracles import block_scores, multiclass_predict, multiclass_worst
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Geometry, Problem, Task, format_label
-from svmtrain.tasks.binary import describe_labels
+from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, describe_labels
 
 # Listing every (i, j) measured faster than cutting planes on pendigits (K = 10) and on sector
 # (K = 105: 22.7 s against 33 s to a gap of 1e-3); it costs about 100 bytes per constraint, so the
@@ -29,14 +28,12 @@ from svmtrain.tasks.binary import describe_labels
 LIST_ALL_UP_TO = 3_000_000
 
 
-class Multiclass(Task):
+class Multiclass(LabelledTask):
     name = "multiclass"
+    label_noun, labels_noun = "label", "classes"
 
-    def __init__(self, labels, loss="zero-one", rescaling="margin"):
-        self.labels = np.asarray(labels, dtype=np.float64)
-        self.K = len(self.labels)
-        self.loss = loss or "zero-one"
-        self.rescaling = rescaling or "margin"
+    def __init__(self, labels, loss=None, rescaling=None):
+        super().__init__(labels, loss, rescaling)
         if self.loss != "zero-one":
             raise ValueError("the multiclass task's loss is zero-one")
         self.delta = 1.0 - np.eye(self.K)
@@ -52,36 +49,16 @@ class Multiclass(Task):
                                         f"{len(values)} ({describe_labels(values)})")
         return cls(values, "zero-one", options.get("rescaling"))
 
-    @classmethod
-    def from_model(cls, model):
-        return cls(model.labels, model.loss, model.rescaling)
-
-    def model_fields(self):
-        return {"labels": self.labels.tolist(), "loss": self.loss, "rescaling": self.rescaling}
-
     def n_weights(self, geometry):
         return self.K * geometry.width
 
     def model_weights(self, w, geometry):
         """The feature-major solver w as the model's K x width (class-major) matrix."""
-        return np.ascontiguousarray(np.asarray(w).reshape(geometry.width, self.K).T)
+        return self.class_major(w).reshape(self.K, geometry.width)
 
     def solver_weights(self, model_w):
         """The model's K x width matrix as the feature-major w of the solvers and kernels."""
-        W = np.asarray(model_w, dtype=np.float64).reshape(self.K, -1)
-        return np.ascontiguousarray(W.T).ravel()
-
-    def classes(self, block, path):
-        """Class index of every row; a label the model does not know is an input error."""
-        k = np.searchsorted(self.labels, block.target)
-        k = np.minimum(k, self.K - 1)
-        unknown = self.labels[k] != block.target
-        if np.any(unknown):
-            i = int(np.argmax(unknown))
-            raise DataError(path, int(block.line[i]),
-                            f"label {format_label(block.target[i])} is not one of the model's "
-                            f"{self.K} classes ({describe_labels(self.labels)})")
-        return k.astype(np.int64)
+        return self.feature_major(model_w)
 
     def problem(self, block, path, C, geometry):
         return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
@@ -106,7 +83,7 @@ class Multiclass(Task):
     def all_constraints(self, problem, block):
         if block.n_rows * (self.K - 1) > LIST_ALL_UP_TO:
             return None
-        y = self.classes(block, problem.path)
+        y = self.label_index(block, problem.path)
         n = block.n_rows
         rows = np.repeat(np.arange(n, dtype=np.int64), self.K)
         j = np.tile(np.arange(self.K, dtype=np.int64), n)
@@ -119,7 +96,7 @@ class Multiclass(Task):
                             geometry.bias is not None, True)
 
     def _worst(self, w, block, path, geometry):
-        y = self.classes(block, path)
+        y = self.label_index(block, path)
         j, value, _ = multiclass_worst(self.scores(w, block, geometry), y, self.delta,
                                        1 if self.rescaling == "slack" else 0)
         return y, j, value

@@ -24,8 +24,7 @@ import numpy as np
 
 from svmtrain._oracles import block_scores, viterbi, viterbi_loss_augmented
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Geometry, Problem, Task
-from svmtrain.tasks.binary import describe_labels
+from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem
 from svmtrain.tasks.multiclass import AccuracyMetric
 
 
@@ -54,16 +53,12 @@ def sentences(block, path):
     return np.concatenate((starts, [block.n_rows])).astype(np.int64)
 
 
-class Sequence(Task):
+class Sequence(LabelledTask):
     name = "sequence"
     grouping = "consecutive"
     examples_are = "sentences"
-
-    def __init__(self, tags, loss="hamming", rescaling="margin"):
-        self.labels = np.asarray(tags, dtype=np.float64)
-        self.K = len(self.labels)
-        self.loss = loss or "hamming"
-        self.rescaling = rescaling or "margin"
+    default_loss = "hamming"
+    label_noun, labels_noun = "tag", "tags"
 
     @classmethod
     def from_training_data(cls, block, path, options=None):
@@ -73,13 +68,6 @@ class Sequence(Task):
             raise DataError(path, None, "the sequence task needs at least one tagged token")
         return cls(tags, options.get("loss"), options.get("rescaling"))
 
-    @classmethod
-    def from_model(cls, model):
-        return cls(model.labels, model.loss, model.rescaling)
-
-    def model_fields(self):
-        return {"labels": self.labels.tolist(), "loss": self.loss, "rescaling": self.rescaling}
-
     def n_weights(self, geometry):
         return self.K * geometry.width + (self.K + 1) * self.K
 
@@ -87,23 +75,13 @@ class Sequence(Task):
         """The solvers' w (feature-major emissions) with the emissions as K class-major blocks."""
         w = np.asarray(w, dtype=np.float64)
         E = self.K * geometry.width
-        return np.concatenate([w[:E].reshape(geometry.width, self.K).T.ravel(), w[E:]])
+        return np.concatenate([self.class_major(w[:E]), w[E:]])
 
     def solver_weights(self, model_w):
         """The model's w (K emission blocks, then transitions) with feature-major emissions."""
         w = np.asarray(model_w, dtype=np.float64).ravel()
         E = len(w) - (self.K + 1) * self.K
-        return np.concatenate([w[:E].reshape(self.K, E // self.K).T.ravel(), w[E:]])
-
-    def tags(self, block, path):
-        k = np.minimum(np.searchsorted(self.labels, block.target), self.K - 1)
-        unknown = self.labels[k] != block.target
-        if np.any(unknown):
-            i = int(np.argmax(unknown))
-            raise DataError(path, int(block.line[i]),
-                            f"tag {block.target[i]:g} is not one of the model's {self.K} tags "
-                            f"({describe_labels(self.labels)})")
-        return k.astype(np.int64)
+        return np.concatenate([self.feature_major(w[:E]), w[E:]])
 
     def costs(self, block, C):
         return C * block.cost[sentences(block, "")[:-1]]
@@ -127,7 +105,7 @@ class Sequence(Task):
 
     def _worst(self, w, block, path, geometry):
         seq_ptr = sentences(block, path)
-        y = self.tags(block, path)
+        y = self.label_index(block, path)
         E, T = self._parts(w, block, geometry)
         tags, value, delta = viterbi_loss_augmented(E, T, seq_ptr, y, 0 if self.loss == "hamming" else 1,
                                                      1 if self.rescaling == "slack" else 0)
