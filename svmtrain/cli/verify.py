@@ -43,8 +43,12 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     if tol is None:
         tol = model.epsilon
     task = task_class(model.task).from_model(model)
-    acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
-                                      Geometry(model.n_features, model.bias), model.C, data_file)
+    if model.mode == "budgeted":   # P(w~) of the kernel expansion; D(a) as recorded (see the mode)
+        from svmtrain.solvers.budgeted import KernelPrimal, expansions
+        acc = KernelPrimal(task, expansions(model), model.C, model.p or 0.0, data_file)
+    else:
+        acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
+                                          Geometry(model.n_features, model.bias), model.C, data_file)
     with byte_progress(data_file, quiet, "verifying") as progress:
         blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
         for block in data.whole_examples(blocks, task.grouping):
