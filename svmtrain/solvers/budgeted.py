@@ -130,11 +130,12 @@ def exact_dual(block, Y, alpha, regression, p, gamma):
 
 def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, epochs=DEFAULT_EPOCHS,
                    optimizer="bsca", merge_precision=DEFAULT_MERGE_PRECISION, seed=1, p=0.1,
-                   validation=None, on_epoch=None, **_ignored):
+                   validation=None, on_epoch=None, epoch_objectives=True, **_ignored):
     """Train one budgeted model per set (1, or K one-vs-rest); see the module docstring.
 
     gamma None: 1 / (number of features). validation: a Block to report a metric on per epoch.
-    on_epoch(BudgetedEpoch) after every epoch; the objectives are then computed every epoch.
+    on_epoch(BudgetedEpoch) after every epoch; the objectives are then computed every epoch, unless
+    epoch_objectives is False (primal and dual None in the records: the benchmark's timing runs).
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}")
@@ -198,14 +199,19 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
         seconds += time.perf_counter() - started
         merges_total += merges
         if on_epoch is not None:
-            P, D, model_exps = objectives()
+            if epoch_objectives:
+                P, D, model_exps = objectives()
+            else:
+                model_exps = exps if optimizer == "bsca" else [
+                    Expansion.from_arrays(n_cols, gamma, *e.export(scale(k))) for k, e in enumerate(exps)]
             metric = None
             if validation is not None:
                 metric = validation_metric(task, model_exps, validation)
-            record = BudgetedEpoch(epoch, seconds, P, D, merges, sum(e.n_sv for e in exps), metric)
+            record = BudgetedEpoch(epoch, seconds, P if epoch_objectives else None,
+                                   D if epoch_objectives else None, merges, sum(e.n_sv for e in exps), metric)
             history.append(record)
             on_epoch(record)
-    if P is None:
+    if P is None or not epoch_objectives:
         P, D, _ = objectives()
     svs = [e.export(scale(k)) for k, e in enumerate(exps)]
     return BudgetedResult(svs, P, D, relative_gap(P, D), n, epochs, n_cols, gamma, merges_total,
