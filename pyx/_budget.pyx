@@ -174,7 +174,8 @@ cdef inline double merge_gain(double share, double gd2, double h) noexcept nogil
 
 cdef double golden_h(double share, double gd2, double precision, double* gain) noexcept nogil:
     """argmax of merge_gain over [0, 1]: golden-section search until the bracket is shorter than
-    `precision`, then the better of its midpoint and the two ends."""
+    `precision`, then the best of its two inner points and the two ends of [0, 1] (g(0) and g(1)
+    share one exponential, kappa)."""
     cdef double lo = 0.0, hi = 1.0
     cdef double c = hi - GOLDEN * (hi - lo), d = lo + GOLDEN * (hi - lo)
     cdef double fc = merge_gain(share, gd2, c), fd = merge_gain(share, gd2, d)
@@ -187,11 +188,13 @@ cdef double golden_h(double share, double gd2, double precision, double* gain) n
             lo, c, fc = c, d, fd
             d = lo + GOLDEN * (hi - lo)
             fd = merge_gain(share, gd2, d)
-    cdef double h = 0.5 * (lo + hi), best = merge_gain(share, gd2, h), g
-    g = merge_gain(share, gd2, 0.0)
+    cdef double h = c, best = fc, kappa = exp(-gd2), g
+    if fd > best:
+        h, best = d, fd
+    g = share * kappa + (1.0 - share)          # h = 0: z = the partner
     if g > best:
         h, best = 0.0, g
-    g = merge_gain(share, gd2, 1.0)
+    g = share + (1.0 - share) * kappa          # h = 1: z = x_m
     if g > best:
         h, best = 1.0, g
     gain[0] = best

@@ -223,14 +223,14 @@ def test_train_predict_verify_round_trip(tmp_path):
 
 def test_bsgd_runs_and_learns(tmp_path):
     model = tmp_path / "m"
-    r = run("train", "-m", "budgeted", "--optimizer", "sgd", "--budget", "50", "--epochs", "3",
+    r = run("train", "-m", "budgeted", "--optimizer", "sgd", "--budget", "100", "--epochs", "5",
             DATA / "a9a.train.sample", model)
     assert r.exit_code == 0, r.output
     m = read_model(model)
     assert m.solver == "bsgd" and 0 < m.dual <= m.primal
     r = run("predict", DATA / "a9a.test.sample", model, tmp_path / "p")
     accuracy = float(r.stderr.split("=")[1].split("%")[0])
-    assert accuracy > 79.0       # the majority class is 76.7% of this sample
+    assert accuracy > 80.0       # the majority class is 76% of this sample
 
 
 def test_multiclass_one_vs_rest_and_regression(tmp_path):
