@@ -40,6 +40,9 @@ coefficient, like LIBSVM's ``SV`` section (indices in the model's ``index_base``
     support_vectors 2 500 487      (the number of sets, then the size of each)
     0.7316 3:1 11:0.5 ...          (beta, then index:value with increasing indices)
     ...
+    alphas 2 1200 1187             (the training coefficients a != 0 of each set, for D(a))
+    17:32.0                        (example number, 1-based in file order : a)
+    ...
     end
 
 LIBLINEAR's format (``save_model`` in linear.cpp, 2.47+) is read and written exactly: binary
@@ -139,6 +142,8 @@ class Model:
     # kernel modes: one set per class (one-vs-rest) or one: (beta, indptr, indices, data) with
     # 0-based columns, w then empty
     support_vectors: Optional[list] = None
+    # kernel modes: per set, (0-based example numbers, values) of the training coefficients a != 0
+    alphas: Optional[list] = None
 
     def __post_init__(self):
         self.w = np.asarray(self.w, dtype=np.float64)
@@ -157,7 +162,7 @@ class Model:
             if f.name == "w":
                 if a.shape != b.shape or not np.array_equal(_bits(a), _bits(b)):
                     return False
-            elif f.name == "support_vectors":
+            elif f.name in ("support_vectors", "alphas"):
                 if (a is None) != (b is None) or (a is not None and not _same_sv_sets(a, b)):
                     return False
             elif a != b:
@@ -640,6 +645,8 @@ def _parse_kernel_body(src: _Source, i: int, tokens: list, values: dict, where: 
         indices, data = [], []
         for k in range(size):
             parts = src.lines[line].split()
+            if parts and parts[0] in ("alphas", "end"):
+                raise src.error(line, f"truncated: expected {size} support vectors, found {k}")
             try:
                 if not parts:
                     raise _Bad("empty line, expected 'beta index:value ...'")
@@ -665,12 +672,55 @@ def _parse_kernel_body(src: _Source, i: int, tokens: list, values: dict, where: 
             indptr[k + 1] = len(indices)
             line += 1
         svs.append((beta, indptr, np.array(indices, dtype=np.int64), np.array(data, dtype=np.float64)))
+    alphas, line = _parse_alphas(src, line, sets, values["examples"])
     if line == len(src.lines):
         raise src.error(line, "truncated: missing 'end'")
     if src.lines[line].strip() != "end":
-        raise src.error(line, f"expected 'end' after the support vectors, found {src.lines[line][:40]!r}")
+        raise src.error(line, f"expected 'end' after the alphas, found {src.lines[line][:40]!r}")
     src.check_end_of_file(line + 1, "'end'")
-    return Model(w=np.zeros(0), format="svmtrain", liblinear_solver=None, support_vectors=svs, **values)
+    return Model(w=np.zeros(0), format="svmtrain", liblinear_solver=None, support_vectors=svs,
+                 alphas=alphas, **values)
+
+
+def _parse_alphas(src: _Source, line: int, sets: int, examples: int):
+    """`alphas S k_1 .. k_S`, then per set k_s lines `example:a` (1-based, increasing)."""
+    if line == len(src.lines):
+        raise src.error(line, "truncated: missing 'alphas'")
+    tokens = src.lines[line].split()
+    try:
+        if not tokens or tokens[0] != "alphas":
+            raise _Bad(f"expected 'alphas' after the support vectors, found {src.lines[line][:40]!r}")
+        sizes = [_COUNT.read([t]) for t in tokens[1:]]
+        if not sizes or sizes[0] != sets or len(sizes) != sets + 1:
+            raise _Bad(f"expected the number of sets ({sets}) and the size of each")
+        for size in sizes[1:]:
+            if size > examples:
+                raise _Bad(f"{size} coefficients for {examples} examples")
+    except _Bad as e:
+        raise src.error(line, f"alphas: {e}") from None
+    line += 1
+    out = []
+    for size in sizes[1:]:
+        _check_body_length(src, line, size, "alphas")
+        rows, values = np.empty(size, dtype=np.int64), np.empty(size)
+        previous = 0
+        for k in range(size):
+            m = _SPARSE_RE.fullmatch(src.lines[line])
+            try:
+                if not m:
+                    raise _Bad(f"expected 'example:value', found {src.lines[line][:40]!r}")
+                number = _parse_int(m.group(1))
+                if not previous < number <= examples:
+                    raise _Bad(f"example {number} not increasing or outside 1..{examples}")
+                values[k] = _parse_float(m.group(2))
+                if values[k] == 0.0:
+                    raise _Bad("a zero coefficient is never listed")
+            except _Bad as e:
+                raise src.error(line, f"alpha: {e}") from None
+            rows[k], previous = number - 1, number
+            line += 1
+        out.append((rows, values))
+    return out, line
 
 
 _SV_FEATURE_RE = re.compile(r"(\d+):(\S+)")
@@ -703,6 +753,18 @@ def _kernel_body(model: Model, values: dict) -> list:
                 raise _Bad("support vector columns must be strictly increasing")
             lines.append(" ".join([repr(float(beta[k]))] + [
                 f"{j + base}:{x!r}" for j, x in zip(indices[a:b].tolist(), data[a:b].tolist())]))
+    alphas = model.alphas
+    if alphas is None or len(alphas) != expected:
+        raise _Bad(f"expected {expected} set(s) of alphas, found {0 if alphas is None else len(alphas)}")
+    lines.append(f"alphas {expected} " + " ".join(str(len(r)) for r, _ in alphas))
+    for rows, coefficients in alphas:
+        rows, coefficients = np.asarray(rows, dtype=np.int64), np.asarray(coefficients, dtype=np.float64)
+        if len(rows) != len(coefficients) or np.any(np.diff(rows) <= 0) or (
+                len(rows) and not 0 <= rows[0] <= rows[-1] < values["examples"]):
+            raise _Bad("alphas: example numbers must be increasing, within the examples")
+        if not np.isfinite(coefficients).all() or np.any(coefficients == 0.0):
+            raise _Bad("alphas: values must be finite and non-zero")
+        lines.extend(f"{r + 1}:{v!r}" for r, v in zip(rows.tolist(), coefficients.tolist()))
     return lines
 
 

@@ -216,9 +216,26 @@ def test_train_predict_verify_round_trip(tmp_path):
     r = run("verify-bound", "--json", model, HEART)   # the gap of a budgeted model: above 1e-3
     assert r.exit_code == 1, r.output
     import json
-    v = json.loads(r.stdout)
+    v = json.loads(r.stdout)   # both recomputed from the data, bit for bit what training recorded
     assert v["primal"] == m.primal and v["dual"] == m.dual and v["dual"] <= v["primal"]
+    assert "warning" not in r.stderr
     assert run("verify-bound", "--tol", "0.9", model, HEART).exit_code == 0
+
+    # D is recomputed from the stored coefficients, not read back: change one, D changes
+    rows, values = m.alphas[0]
+    values[np.argmax(values)] *= 0.5
+    edited = tmp_path / "edited"
+    edited.write_text(format_model(m))
+    r = run("verify-bound", "--json", edited, HEART)
+    assert json.loads(r.stdout)["dual"] != m.dual and "D recomputed" in r.stderr
+    # coefficients out of their box for this data (another C): refused, exit 2
+    m.alphas[0][1][:] = 100.0
+    edited.write_text(format_model(m))
+    r = run("verify-bound", edited, HEART)
+    assert r.exit_code == 2 and "outside its box" in r.output
+    # other data: the coefficients still give a bound for it (zeros elsewhere), with a warning
+    r = run("verify-bound", model, DATA / "a9a.test.sample")
+    assert r.exit_code == 1 and "the model was trained on 270" in r.stderr
 
 
 def test_bsgd_runs_and_learns(tmp_path):
@@ -288,6 +305,10 @@ def good_model(tmp_path_factory):
     return path.read_text().splitlines(keepends=True)
 
 
+def _alpha_line(lines):
+    return next(i for i, line in enumerate(lines) if line.startswith("alphas")) + 1
+
+
 def _sv_line(lines):
     return next(i for i, line in enumerate(lines) if line.startswith("support_vectors")) + 1
 
@@ -297,14 +318,23 @@ BAD_MODELS = [
     ("indices not increasing", lambda L, s: L[:s] + ["1.0 3:1 2:1\n"] + L[s + 1:], "not increasing"),
     ("bad coefficient", lambda L, s: L[:s] + ["nan 3:1\n"] + L[s + 1:], "non-finite"),
     ("bad feature", lambda L, s: L[:s] + ["1.0 3-1\n"] + L[s + 1:], "expected 'index:value'"),
-    ("count too small", lambda L, s: L[:s - 1] + ["support_vectors 1 4\n"] + L[s:], "expected 'end'"),
+    ("count too small", lambda L, s: L[:s - 1] + ["support_vectors 1 4\n"] + L[s:], "expected 'alphas'"),
     ("truncated", lambda L, s: L[:s] + L[s + 1:], "truncated: expected 5 support vectors, found 4"),
     ("over budget", lambda L, s: [l.replace("budget 5", "budget 4") for l in L], "exceed the budget"),
     ("bias", lambda L, s: [l.replace("bias none", "bias 1.0") for l in L], "no bias"),
     ("missing gamma", lambda L, s: [l for l in L if not l.startswith("gamma")], "missing key gamma"),
     ("weights body", lambda L, s: L[:s - 1] + ["weights dense 13\n"] + L[s:], "support vectors, not weights"),
     ("sets", lambda L, s: L[:s - 1] + ["support_vectors 2 5 5\n"] + L[s:], "number of sets"),
+    ("alpha beyond the examples", lambda L, s: _edit_alpha(L, "271:1.0"), "outside 1..270"),
+    ("alpha zero", lambda L, s: _edit_alpha(L, "1:0.0"), "zero coefficient"),
+    ("alpha syntax", lambda L, s: _edit_alpha(L, "1=0.5"), "expected 'example:value'"),
+    ("alphas missing", lambda L, s: L[:_alpha_line(L) - 1] + ["end\n"], "expected 'alphas'"),
 ]
+
+
+def _edit_alpha(lines, text):
+    a = _alpha_line(lines)
+    return lines[:a] + [text + "\n"] + lines[a + 1:]
 
 
 @pytest.mark.parametrize("name, edit, fragment", BAD_MODELS, ids=[b[0] for b in BAD_MODELS])

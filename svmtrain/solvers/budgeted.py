@@ -19,8 +19,8 @@ so D(a), computed with the exact kernel over the examples with a_i != 0, is a lo
 the coefficients Pegasos implies, a_i = n C_i (violations of i) / T, inside the box after whole
 epochs. The gap P(w~) - D(a) bounds how far the budgeted model is from the best kernel SVM.
 D costs O(m^2) kernel evaluations over the m examples with a_i != 0: it is computed once at the end
-(and per epoch only with --trace). The model records D; verify-bound recomputes P(w~) only (the
-a are not in the model).
+(and per epoch only with --trace). The model records D and the non-zero a (by example number), so
+verify-bound recomputes both P(w~) and D(a) from the data: `dual_of_rows` is the one code path.
 """
 
 import time
@@ -64,6 +64,7 @@ class BudgetedResult:
     merges: int
     seconds: float
     history: list = field(default_factory=list)
+    alphas: list = field(default_factory=list)   # per set: (example numbers, a) of the non-zeros
 
 
 def targets(task, block, path):
@@ -115,17 +116,91 @@ class KernelPrimal:
         return PrimalValue(regularizer + loss, regularizer, loss, self.examples)
 
 
-def exact_dual(block, Y, alpha, regression, p, gamma):
-    """D(a) with the exact kernel: sum over the sets of the linear term minus 1/2 a^T Q a."""
+def take_rows(block, rows):
+    """The CSR arrays (indptr, indices, data) of the given rows of a block, in that order."""
+    starts, ends = block.indptr[rows], block.indptr[np.asarray(rows) + 1]
+    lengths = ends - starts
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    picks = (np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])).astype(np.int64)
+    return indptr, block.indices[picks], block.data[picks]
+
+
+def dual_of_rows(csr, n_cols, Y, alpha, regression, p, gamma):
+    """D(a) with the exact kernel over the rows with some a_i != 0 (csr: their CSR arrays, Y and
+    alpha: their m x S targets and coefficients): the linear term minus 1/2 a^T Q a, set by set."""
     coef = alpha if regression else alpha * Y
-    rows = np.flatnonzero(np.any(coef != 0.0, axis=1)).astype(np.int64)
-    quad = kernel_quadratic(block.indptr, block.indices, block.data, rows,
-                            np.ascontiguousarray(coef[rows]), block.n_features, gamma)
+    quad = kernel_quadratic(*csr, np.arange(len(alpha), dtype=np.int64),
+                            np.ascontiguousarray(coef, dtype=np.float64), n_cols, gamma)
     if regression:
         linear = np.sum(Y * alpha, axis=0) - p * np.sum(np.abs(alpha), axis=0)
     else:
         linear = np.sum(alpha, axis=0)
     return float(np.sum(linear - 0.5 * quad))
+
+
+def exact_dual(block, Y, alpha, regression, p, gamma):
+    """D(a) of an n x S alpha over a whole block (see dual_of_rows)."""
+    rows = np.flatnonzero(np.any(alpha != 0.0, axis=1))
+    return dual_of_rows(take_rows(block, rows), block.n_features, Y[rows], alpha[rows], regression,
+                        p, gamma)
+
+
+def sparse_alphas(alpha):
+    """The model's form of an n x S alpha: per set, (example numbers, values) of its non-zeros."""
+    out = []
+    for k in range(alpha.shape[1]):
+        rows = np.flatnonzero(alpha[:, k])
+        out.append((rows.astype(np.int64), alpha[rows, k].copy()))
+    return out
+
+
+class KernelDual:
+    """verify-bound's D(a): collects, over the streamed blocks, the rows of the examples with a
+    stored a_i != 0, then computes D with the exact kernel (dual_of_rows, as training did)."""
+
+    def __init__(self, task, model, path):
+        self.task, self.path, self.model = task, path, model
+        sets = model.alphas
+        self.rows = np.unique(np.concatenate([r for r, _ in sets])) if sets else np.zeros(0, np.int64)
+        self.alpha = np.zeros((len(self.rows), len(sets)))
+        for k, (r, v) in enumerate(sets):
+            self.alpha[np.searchsorted(self.rows, r), k] = v
+        self.parts, self.seen = [], 0
+
+    def add(self, block):
+        lo, hi = np.searchsorted(self.rows, [self.seen, self.seen + block.n_rows])
+        if hi > lo:
+            local = self.rows[lo:hi] - self.seen
+            Y, _ = targets(self.task, block, self.path)
+            self.parts.append((take_rows(block, local), Y[local], block.cost[local],
+                               block.line[local], block.n_features))
+        self.seen += block.n_rows
+
+    def value(self):
+        """(D, problem): problem is None, or why D is not a bound for this data."""
+        if len(self.rows) and self.rows[-1] >= self.seen:
+            return None, (f"the model's coefficients refer to example {self.rows[-1] + 1}, the data "
+                          f"has {self.seen}: not the training data")
+        cat = np.concatenate
+        offsets = np.cumsum([0] + [c[0][-1] for c, *_ in self.parts[:-1]])
+        indptr = cat([[0]] + [c[0][1:] + o for (c, *_), o in zip(self.parts, offsets)]).astype(np.int64)
+        csr = (indptr, cat([c[1] for c, *_ in self.parts] or [np.zeros(0, np.int64)]),
+               cat([c[2] for c, *_ in self.parts] or [np.zeros(0)]))
+        S = self.alpha.shape[1]
+        Y = cat([y for _, y, *_ in self.parts]) if self.parts else np.zeros((0, S))
+        cost = cat([c for _, _, c, *_ in self.parts]) if self.parts else np.zeros(0)
+        n_cols = max([self.model.n_features] + [nc for *_, nc in self.parts])
+        regression = self.task.name == "regression"
+        C = self.model.C * cost[:, None]
+        lower = -C if regression else 0.0
+        bad = np.flatnonzero(np.any((self.alpha < lower) | (self.alpha > C), axis=1))
+        if bad.size:
+            line = cat([ln for _, _, _, ln, _ in self.parts])[bad[0]]
+            return None, (f"the coefficient of example {self.rows[bad[0]] + 1} (line {line}) is outside "
+                          f"its box [{'-C_i' if regression else '0'}, C_i]: not the training data")
+        D = dual_of_rows(csr, n_cols, Y, self.alpha, regression, self.model.p or 0.0, self.model.gamma)
+        return D, None
 
 
 def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, epochs=DEFAULT_EPOCHS,
@@ -165,8 +240,8 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
         for k, st in enumerate(state):
             if optimizer == "bsca":
                 alpha[:, k] = st["alpha"]
-            else:   # a_i = n C_i (violations of i) / T
-                alpha[:, k] = n * cost * st["alpha"] / max(int(st["clock"][0]), 1)
+            else:   # a_i = n C_i (violations of i) / T; exactly C_i when every visit violated
+                alpha[:, k] = cost * ((n * st["alpha"]) / max(int(st["clock"][0]), 1))
         return alpha
 
     def scale(k):
@@ -215,7 +290,7 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
         P, D, _ = objectives()
     svs = [e.export(scale(k)) for k, e in enumerate(exps)]
     return BudgetedResult(svs, P, D, relative_gap(P, D), n, epochs, n_cols, gamma, merges_total,
-                          seconds, history)
+                          seconds, history, sparse_alphas(dual_coefficients()))
 
 
 def predict_values(task, exps, block):
