@@ -588,11 +588,12 @@ cdef _check_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] ind
     for i in range(indptr[n]):
         if indices[i] >= e.s.n_cols:
             raise ValueError("a column beyond the expansion's n_cols")
-    seen = np.zeros(n, dtype=bool)
+    seen_array = np.zeros(n, dtype=np.uint8)
+    cdef unsigned char[::1] seen = seen_array
     for i in range(n):
         if not 0 <= perm[i] < n or seen[perm[i]]:
             raise ValueError("perm is not a permutation")
-        seen[perm[i]] = True
+        seen[perm[i]] = 1
         if not -1 <= slot_of[i] < e.s.n_sv:
             raise ValueError("slot_of out of range")
 

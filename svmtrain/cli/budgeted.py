@@ -125,7 +125,10 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
                                        epochs=epochs, optimizer=optimizer,
                                        merge_precision=merge_precision, seed=seed, p=options["p"],
                                        validation=held_out,
-                                       on_epoch=on_epoch if (trace or bar is not None) else None)
+                                       on_epoch=on_epoch if (trace or bar is not None) else None,
+                                       # the objectives cost O(m^2) kernel evaluations: per epoch
+                                       # for the trace only, not for a progress bar
+                                       epoch_objectives=trace is not None)
     finally:
         if bar is not None:
             bar.close()
