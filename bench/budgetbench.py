@@ -75,8 +75,9 @@ def bench_budgeted(data, quick, repeat):
         table.rows.append([label, "SVC (full)", "", f"{100 * svc['test_accuracy']:.2f}", "",
                            "", svc["support_vectors"], fs(svc["seconds"])])
     table.notes += [
-        f"Accuracy on the test file after 1 and {epochs} epochs: mean over seeds "
-        f"{', '.join(map(str, seeds))} (range). s / epoch: the solver's clock over {epochs} epochs, "
+        f"Accuracy on the test file after 1 and {epochs} epochs: "
+        + (f"mean over seeds {', '.join(map(str, seeds))} (range)" if len(seeds) > 1 else f"seed {seeds[0]}")
+        + ". s / epoch: the solver's clock over {epochs} epochs, "
         "best seed; 'epoch vs BSGD' = BSCA / BSGD (below 1: BSCA faster).",
         "SVC = scikit-learn SVC (LIBSVM) with the same C and gamma, with a bias, tol 1e-3: fit time, "
         "its support vectors, test accuracy after convergence (one run).",
