@@ -77,7 +77,7 @@ def bench_budgeted(data, quick, repeat):
     table.notes += [
         f"Accuracy on the test file after 1 and {epochs} epochs: "
         + (f"mean over seeds {', '.join(map(str, seeds))} (range)" if len(seeds) > 1 else f"seed {seeds[0]}")
-        + ". s / epoch: the solver's clock over {epochs} epochs, "
+        + f". s / epoch: the solver's clock over {epochs} epochs, "
         "best seed; 'epoch vs BSGD' = BSCA / BSGD (below 1: BSCA faster).",
         "SVC = scikit-learn SVC (LIBSVM) with the same C and gamma, with a bias, tol 1e-3: fit time, "
         "its support vectors, test accuracy after convergence (one run).",
