@@ -172,7 +172,7 @@ cdef inline double merge_gain(double share, double gd2, double h) noexcept nogil
     return share * exp(-gd2 * (1.0 - h) * (1.0 - h)) + (1.0 - share) * exp(-gd2 * h * h)
 
 
-cdef double golden_h(double share, double gd2, double precision, double* gain) noexcept nogil:
+cdef double golden_h(double share, double gd2, double kappa, double precision, double* gain) noexcept nogil:
     """argmax of merge_gain over [0, 1]: golden-section search until the bracket is shorter than
     `precision`, then the best of its two inner points and the two ends of [0, 1] (g(0) and g(1)
     share one exponential, kappa)."""
@@ -188,7 +188,7 @@ cdef double golden_h(double share, double gd2, double precision, double* gain) n
             lo, c, fc = c, d, fd
             d = lo + GOLDEN * (hi - lo)
             fd = merge_gain(share, gd2, d)
-    cdef double h = c, best = fc, kappa = exp(-gd2), g
+    cdef double h = c, best = fc, g
     if fd > best:
         h, best = d, fd
     g = share * kappa + (1.0 - share)          # h = 0: z = the partner
@@ -215,16 +215,17 @@ cdef MergeChoice choose_merge(Store* s, double precision) noexcept nogil:
             m = j
     best.m, best.partner, best.h = m, -1, 1.0
     best.beta_z, best.degradation = 0.0, s.beta[m] * s.beta[m]
-    cdef double bm = s.beta[m], bj, gd2, gain, h, bz, wd
+    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd
     scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
     for j in range(s.n_sv):
         bj = s.beta[j]
         if j == m or not (bj * bm > 0.0):
             continue
         gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], sv_dot(s, j))
-        h = golden_h(bm / (bm + bj), gd2, precision, &gain)
+        kappa = exp(-gd2)
+        h = golden_h(bm / (bm + bj), gd2, kappa, precision, &gain)
         bz = (bm + bj) * gain
-        wd = bm * bm + bj * bj + 2.0 * bm * bj * exp(-gd2) - bz * bz
+        wd = bm * bm + bj * bj + 2.0 * bm * bj * kappa - bz * bz
         if wd < 0.0:
             wd = 0.0   # rounding: the true degradation is >= 0
         if best.partner < 0 or wd < best.degradation:
@@ -443,7 +444,7 @@ def merge_gain_at(double share, double gd2, double h):
 def golden_search(double share, double gd2, double precision):
     """(h, g(h)) as the merge finds them (for tests)."""
     cdef double gain
-    cdef double h = golden_h(share, gd2, precision, &gain)
+    cdef double h = golden_h(share, gd2, exp(-gd2), precision, &gain)
     return h, gain
 
 

@@ -248,6 +248,10 @@ def test_bsgd_runs_and_learns(tmp_path):
     r = run("predict", DATA / "a9a.test.sample", model, tmp_path / "p")
     accuracy = float(r.stderr.split("=")[1].split("%")[0])
     assert accuracy > 80.0       # the majority class is 76% of this sample
+    # the implied a_i = n C_i (violations) / T lie in [0, C_i]: verify-bound recomputes D from them
+    r = run("verify-bound", "--json", "--tol", "1", model, DATA / "a9a.train.sample")
+    assert r.exit_code == 0 and "warning" not in r.stderr, r.output
+    assert max(v.max() for _, v in m.alphas) <= m.C
 
 
 def test_multiclass_one_vs_rest_and_regression(tmp_path):
