@@ -32,6 +32,19 @@ The header is table-driven: a key is one entry of ``HEADER_KEYS`` (name, attribu
 a task is one entry of ``_TASKS`` (its label check and weight shape), so later tasks add keys
 (``classes``, ``loss``) and 2-D weights without touching the reader or writer.
 
+Budgeted kernel models (``mode budgeted``) add the keys ``kernel`` (rbf), ``gamma``, ``budget`` and
+``merge_precision``, have no ``bias`` (``bias none``) and, instead of the weights, their support
+vectors (one set per class for one-vs-rest multiclass, else one), in svmlight syntax after the
+coefficient, like LIBSVM's ``SV`` section (indices in the model's ``index_base``)::
+
+    support_vectors 2 500 487      (the number of sets, then the size of each)
+    0.7316 3:1 11:0.5 ...          (beta, then index:value with increasing indices)
+    ...
+    alphas 2 1200 1187             (the training coefficients a != 0 of each set, for D(a))
+    17:32.0                        (example number, 1-based in file order : a)
+    ...
+    end
+
 LIBLINEAR's format (``save_model`` in linear.cpp, 2.47+) is read and written exactly: binary
 classifiers only for now (``nr_class 2``, one weight per row, ``%.17g `` values).
 """
@@ -65,8 +78,10 @@ __all__ = [
 
 MAGIC = "svmtrain_model"
 VERSION = 1
-#: Modes whose models are a plain weight vector (budgeted kernel models will need their own body).
-MODES = ("n-slack", "1-slack", "online-dual")
+#: Modes whose models are a plain weight vector, then the kernel modes (support vectors instead).
+MODES = ("n-slack", "1-slack", "online-dual", "budgeted")
+KERNEL_MODES = ("budgeted",)
+KERNELS = ("rbf",)
 
 
 class ModelError(ValueError):
@@ -120,6 +135,15 @@ class Model:
     rescaling: Optional[str] = None      # multiclass, sequence: margin or slack rescaling
     format: str = "svmtrain"
     liblinear_solver: Optional[str] = None
+    kernel: Optional[str] = None         # kernel modes: the kernel, its gamma, the SV budget
+    gamma: Optional[float] = None
+    budget: Optional[int] = None
+    merge_precision: Optional[float] = None
+    # kernel modes: one set per class (one-vs-rest) or one: (beta, indptr, indices, data) with
+    # 0-based columns, w then empty
+    support_vectors: Optional[list] = None
+    # kernel modes: per set, (0-based example numbers, values) of the training coefficients a != 0
+    alphas: Optional[list] = None
 
     def __post_init__(self):
         self.w = np.asarray(self.w, dtype=np.float64)
@@ -138,6 +162,9 @@ class Model:
             if f.name == "w":
                 if a.shape != b.shape or not np.array_equal(_bits(a), _bits(b)):
                     return False
+            elif f.name in ("support_vectors", "alphas"):
+                if (a is None) != (b is None) or (a is not None and not _same_sv_sets(a, b)):
+                    return False
             elif a != b:
                 return False
         return True
@@ -147,6 +174,17 @@ class Model:
 
 def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def _same_sv_sets(a, b) -> bool:
+    if len(a) != len(b):
+        return False
+    for sa, sb in zip(a, b):
+        for x, y in zip(sa, sb):
+            x, y = np.asarray(x), np.asarray(y)
+            if x.shape != y.shape or not np.array_equal(x.view(np.int64), y.view(np.int64)):
+                return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,16 +408,26 @@ HEADER_KEYS = (
     _Key("p", "p", _real_kind(lo=0.0)),
     _Key("loss", "loss", _word_kind(lambda: LOSSES, "loss")),
     _Key("rescaling", "rescaling", _word_kind(lambda: RESCALINGS, "rescaling")),
+    _Key("kernel", "kernel", _word_kind(lambda: KERNELS, "kernel")),
+    _Key("gamma", "gamma", _real_kind(lo=0.0, strict=True)),
+    _Key("budget", "budget", _int_kind(lo=1)),
+    _Key("merge_precision", "merge_precision", _real_kind(lo=0.0, strict=True)),
 )
 _KEYS = {k.name: k for k in HEADER_KEYS}
 _TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
+_KERNEL_KEYS = ("kernel", "gamma", "budget", "merge_precision")  # only in kernel modes
+_KERNEL_TASKS = ("binary", "multiclass", "regression")  # budgeted: multiclass is one-vs-rest
 
 
-def _keys_of(task_name: str) -> list:
-    """The header keys a model of this task has, in file order."""
+def _keys_of(task_name: str, mode: Optional[str] = None) -> list:
+    """The header keys a model of this task (and mode) has, in file order."""
     task = _TASKS[task_name]
     used = set(task.keys) | ({"labels"} if task.check_labels is not None else set())
-    return [k for k in HEADER_KEYS if k.name not in _TASK_KEYS or k.name in used]
+    if mode in KERNEL_MODES:
+        # one-vs-rest binary SVMs: no Crammer-Singer loss or rescaling
+        used = (used - {"loss", "rescaling"}) | set(_KERNEL_KEYS)
+    return [k for k in HEADER_KEYS if (k.name not in _TASK_KEYS or k.name in used)
+            and (k.name not in _KERNEL_KEYS or k.name in used)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -508,13 +556,14 @@ def _parse_ours(src: _Source) -> Model:
     i = 1
     while True:
         if i == len(src.lines):
-            missing = [k.name for k in HEADER_KEYS if k.name not in where] + ["weights"]
+            missing = [k.name for k in HEADER_KEYS
+                       if k.name not in where and k.name not in _KERNEL_KEYS] + ["weights"]
             raise src.error(i, f"truncated: missing {', '.join(missing)}")
         tokens = src.lines[i].split()
         if not tokens:
             raise src.error(i, "empty line")
         name = tokens[0]
-        if name == "weights":
+        if name in ("weights", "support_vectors"):
             break
         key = _KEYS.get(name)
         if key is None:
@@ -530,12 +579,13 @@ def _parse_ours(src: _Source) -> Model:
 
     if "task" not in where:
         raise src.error(i, "missing key task")
-    expected = _keys_of(values["task"])
+    expected = _keys_of(values["task"], values.get("mode"))
     missing = [k.name for k in expected if k.name not in where]
     if missing:
         raise src.error(i, f"missing key{'s' * (len(missing) > 1)} {', '.join(missing)}")
     for name in where.keys() - {k.name for k in expected}:
-        raise src.error(where[name], f"key {name!r} is not used by the {values['task']} task")
+        raise src.error(where[name], f"key {name!r} is not used by the {values['task']} task"
+                                     + (f" in mode {values['mode']}" if name in _KERNEL_KEYS + ("loss", "rescaling") else ""))
     task = _TASKS[values["task"]]
     values.setdefault("labels", [])
     if task.check_labels is not None:
@@ -544,6 +594,10 @@ def _parse_ours(src: _Source) -> Model:
         except _Bad as e:
             raise src.error(where["labels"], f"labels: {e}") from None
 
+    if values["mode"] in KERNEL_MODES:
+        return _parse_kernel_body(src, i, tokens, values, where)
+    if name != "weights":
+        raise src.error(i, f"a {values['mode']} model has weights, not support vectors")
     weights_at = i
     if len(tokens) < 2 or tokens[1] not in _LAYOUTS:
         found = tokens[1][:20] if len(tokens) > 1 else "nothing"
@@ -559,6 +613,159 @@ def _parse_ours(src: _Source) -> Model:
         raise src.error(i, f"expected 'end' after the weights, found {src.lines[i][:40]!r}")
     src.check_end_of_file(i + 1, "'end'")
     return Model(w=w, format="svmtrain", liblinear_solver=None, **values)
+
+
+def _parse_kernel_body(src: _Source, i: int, tokens: list, values: dict, where: dict) -> Model:
+    """The support vector sets of a kernel model, from line i (`support_vectors S n_1 .. n_S`)."""
+    mode, task = values["mode"], values["task"]
+    if task not in _KERNEL_TASKS:
+        raise src.error(where["task"], f"mode {mode} models are for the {', '.join(_KERNEL_TASKS)} tasks")
+    if values["bias"] is not None:
+        raise src.error(where["bias"], f"mode {mode} models have no bias (bias none)")
+    if tokens[0] != "support_vectors":
+        raise src.error(i, f"a {mode} model has support vectors, not weights")
+    sets = len(values["labels"]) if task == "multiclass" else 1
+    try:
+        sizes = [_COUNT.read([t]) for t in tokens[1:]]
+        if not sizes or sizes[0] != sets or len(sizes) != sets + 1:
+            raise _Bad(f"expected the number of sets ({sets}) and the size of each")
+        budget = values["budget"]
+        for size in sizes[1:]:
+            if size > budget:
+                raise _Bad(f"{size} support vectors exceed the budget {budget}")
+    except _Bad as e:
+        raise src.error(i, f"support_vectors: {e}") from None
+    base, n_features = values["index_base"], values["n_features"]
+    svs = []
+    line = i + 1
+    for size in sizes[1:]:
+        _check_body_length(src, line, size, "support vectors")
+        beta = np.empty(size)
+        indptr = np.zeros(size + 1, dtype=np.int64)
+        indices, data = [], []
+        for k in range(size):
+            parts = src.lines[line].split()
+            if parts and parts[0] in ("alphas", "end"):
+                raise src.error(line, f"truncated: expected {size} support vectors, found {k}")
+            try:
+                if not parts:
+                    raise _Bad("empty line, expected 'beta index:value ...'")
+                beta[k] = _parse_float(parts[0])
+                previous = -1
+                for tok in parts[1:]:
+                    m = _SV_FEATURE_RE.fullmatch(tok)
+                    if not m:
+                        raise _Bad(f"expected 'index:value', found {tok[:40]!r}")
+                    if len(m.group(1)) > 18:
+                        raise _Bad(f"feature index out of range: {m.group(1)[:40]}")
+                    col = int(m.group(1)) - base
+                    if not 0 <= col < n_features:
+                        raise _Bad(f"feature index {m.group(1)} outside {base}..{n_features - 1 + base} "
+                                   f"(features {n_features}, index_base {base})")
+                    if col <= previous:
+                        raise _Bad(f"feature index {m.group(1)} not increasing")
+                    previous = col
+                    indices.append(col)
+                    data.append(_parse_float(m.group(2)))
+            except _Bad as e:
+                raise src.error(line, f"support vector: {e}") from None
+            indptr[k + 1] = len(indices)
+            line += 1
+        svs.append((beta, indptr, np.array(indices, dtype=np.int64), np.array(data, dtype=np.float64)))
+    alphas, line = _parse_alphas(src, line, sets, values["examples"])
+    if line == len(src.lines):
+        raise src.error(line, "truncated: missing 'end'")
+    if src.lines[line].strip() != "end":
+        raise src.error(line, f"expected 'end' after the alphas, found {src.lines[line][:40]!r}")
+    src.check_end_of_file(line + 1, "'end'")
+    return Model(w=np.zeros(0), format="svmtrain", liblinear_solver=None, support_vectors=svs,
+                 alphas=alphas, **values)
+
+
+def _parse_alphas(src: _Source, line: int, sets: int, examples: int):
+    """`alphas S k_1 .. k_S`, then per set k_s lines `example:a` (1-based, increasing)."""
+    if line == len(src.lines):
+        raise src.error(line, "truncated: missing 'alphas'")
+    tokens = src.lines[line].split()
+    try:
+        if not tokens or tokens[0] != "alphas":
+            raise _Bad(f"expected 'alphas' after the support vectors, found {src.lines[line][:40]!r}")
+        sizes = [_COUNT.read([t]) for t in tokens[1:]]
+        if not sizes or sizes[0] != sets or len(sizes) != sets + 1:
+            raise _Bad(f"expected the number of sets ({sets}) and the size of each")
+        for size in sizes[1:]:
+            if size > examples:
+                raise _Bad(f"{size} coefficients for {examples} examples")
+    except _Bad as e:
+        raise src.error(line, f"alphas: {e}") from None
+    line += 1
+    out = []
+    for size in sizes[1:]:
+        _check_body_length(src, line, size, "alphas")
+        rows, values = np.empty(size, dtype=np.int64), np.empty(size)
+        previous = 0
+        for k in range(size):
+            m = _SPARSE_RE.fullmatch(src.lines[line])
+            try:
+                if not m:
+                    raise _Bad(f"expected 'example:value', found {src.lines[line][:40]!r}")
+                number = _parse_int(m.group(1))
+                if not previous < number <= examples:
+                    raise _Bad(f"example {number} not increasing or outside 1..{examples}")
+                values[k] = _parse_float(m.group(2))
+                if values[k] == 0.0:
+                    raise _Bad("a zero coefficient is never listed")
+            except _Bad as e:
+                raise src.error(line, f"alpha: {e}") from None
+            rows[k], previous = number - 1, number
+            line += 1
+        out.append((rows, values))
+    return out, line
+
+
+_SV_FEATURE_RE = re.compile(r"(\d+):(\S+)")
+
+
+def _kernel_body(model: Model, values: dict) -> list:
+    """The support vector section of a kernel model (validated: raises _Bad)."""
+    if values["task"] not in _KERNEL_TASKS:
+        raise _Bad(f"mode {values['mode']} models are for the {', '.join(_KERNEL_TASKS)} tasks")
+    if values["bias"] is not None:
+        raise _Bad(f"mode {values['mode']} models have no bias")
+    sets = model.support_vectors
+    expected = len(values["labels"]) if values["task"] == "multiclass" else 1
+    if sets is None or len(sets) != expected:
+        raise _Bad(f"expected {expected} support vector set(s), found {0 if sets is None else len(sets)}")
+    base, n_features = values["index_base"], values["n_features"]
+    lines = [f"support_vectors {expected} " + " ".join(str(len(s[0])) for s in sets)]
+    for beta, indptr, indices, data in sets:
+        beta, indptr = np.asarray(beta, dtype=np.float64), np.asarray(indptr, dtype=np.int64)
+        indices, data = np.asarray(indices, dtype=np.int64), np.asarray(data, dtype=np.float64)
+        if len(beta) > values["budget"]:
+            raise _Bad(f"{len(beta)} support vectors exceed the budget {values['budget']}")
+        if not (np.isfinite(beta).all() and np.isfinite(data).all()):
+            raise _Bad("refusing to write a non-finite support vector or coefficient")
+        if len(indices) and (indices.min() < 0 or indices.max() >= n_features):
+            raise _Bad("a support vector column is outside the model's features")
+        for k in range(len(beta)):
+            a, b = indptr[k], indptr[k + 1]
+            if np.any(np.diff(indices[a:b]) <= 0):
+                raise _Bad("support vector columns must be strictly increasing")
+            lines.append(" ".join([repr(float(beta[k]))] + [
+                f"{j + base}:{x!r}" for j, x in zip(indices[a:b].tolist(), data[a:b].tolist())]))
+    alphas = model.alphas
+    if alphas is None or len(alphas) != expected:
+        raise _Bad(f"expected {expected} set(s) of alphas, found {0 if alphas is None else len(alphas)}")
+    lines.append(f"alphas {expected} " + " ".join(str(len(r)) for r, _ in alphas))
+    for rows, coefficients in alphas:
+        rows, coefficients = np.asarray(rows, dtype=np.int64), np.asarray(coefficients, dtype=np.float64)
+        if len(rows) != len(coefficients) or np.any(np.diff(rows) <= 0) or (
+                len(rows) and not 0 <= rows[0] <= rows[-1] < values["examples"]):
+            raise _Bad("alphas: example numbers must be increasing, within the examples")
+        if not np.isfinite(coefficients).all() or np.any(coefficients == 0.0):
+            raise _Bad("alphas: values must be finite and non-zero")
+        lines.extend(f"{r + 1}:{v!r}" for r, v in zip(rows.tolist(), coefficients.tolist()))
+    return lines
 
 
 def parse_model(text: str, path: str = "<string>") -> Model:
@@ -621,7 +828,7 @@ def format_model(model: Model, path: str = "<model>") -> str:
     try:
         if model.task not in _TASKS:
             raise _Bad(f"unknown task {model.task!r}")
-        for key in _keys_of(model.task):
+        for key in _keys_of(model.task, model.mode if model.mode in KERNEL_MODES else None):
             value = getattr(model, key.attr)
             if value is None and key.name != "bias":
                 raise _Bad(f"{key.name} is unknown (None); the svmtrain format records it"
@@ -641,9 +848,14 @@ def format_model(model: Model, path: str = "<model>") -> str:
                 raise _Bad(f"labels: {e}") from None
         elif model.labels:
             raise _Bad(f"labels: the {model.task} task records no labels")
-        w = _checked_weights(model, task.weight_shape(values))
+        if values["mode"] in KERNEL_MODES:
+            body = _kernel_body(model, values)
+        else:
+            w = _checked_weights(model, task.weight_shape(values))
     except _Bad as e:
         raise ModelError(path, None, f"cannot write model: {e}") from None
+    if values["mode"] in KERNEL_MODES:
+        return "\n".join(lines + body + ["end"]) + "\n"
 
     flat = w.ravel()
     nonzero = np.flatnonzero(flat.view(np.int64))  # bit pattern, so -0.0 is kept
@@ -785,6 +997,8 @@ def format_liblinear(model: Model, path: str = "<model>") -> str:
     try:
         if model.task != "binary":
             raise _Bad(f"task {model.task!r}: only binary models can be written for LIBLINEAR")
+        if model.mode in KERNEL_MODES:
+            raise _Bad(f"mode {model.mode}: LIBLINEAR models are linear, not kernel expansions")
         solver = model.liblinear_solver or _LIBLINEAR_DEFAULT_SOLVER
         if solver not in _LIBLINEAR_BINARY:
             raise _Bad(f"solver_type {solver!r} is not a LIBLINEAR binary classifier")

@@ -130,7 +130,8 @@ def edit(set_=None, insert=None, delete=None, tail=None):
 
 CASES = [
     # (name, text, line, message fragment)
-    ("unknown key", edit(insert={5: "kernel rbf"}), 5, "unknown key 'kernel'"),
+    ("unknown key", edit(insert={5: "cache_size 100"}), 5, "unknown key 'cache_size'"),
+    ("kernel key, linear mode", edit(insert={5: "kernel rbf"}), 5, "not used by the binary task in mode n-slack"),
     ("key of another task", edit(insert={5: "p 0.1"}), 5, "key 'p' is not used by the binary task"),
     ("duplicate key", edit(insert={9: "C 2"}), 9, f"duplicate key 'C' (first on line {LINE['C']})"),
     ("missing key", edit(delete=[LINE["seed"]]), W_AT - 1, "missing key seed"),

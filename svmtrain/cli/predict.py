@@ -36,6 +36,8 @@ def _predict(test_file, model_file, output, scores, as_json, quiet):
 
     model = read_model(model_file)
     task = task_class(model.task).from_model(model)
+    if model.mode == "budgeted":
+        return _predict_kernel(model, task, test_file, output, scores, as_json, quiet)
     geometry = Geometry(model.n_features, model.bias)
     metric = task.new_metric()
     fmt = task.format_scores if scores else task.format_prediction
@@ -45,6 +47,27 @@ def _predict(test_file, model_file, output, scores, as_json, quiet):
         blocks = data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress)
         for block in data.whole_examples(blocks, task.grouping):
             labels, values = task.predict(w, block, geometry, test_file)
+            metric.add(labels, block)
+            out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+    if as_json:
+        click.echo(json.dumps(metric.summary()))
+    elif not quiet:
+        click.echo(metric.line(), err=True)
+
+
+def _predict_kernel(model, task, test_file, output, scores, as_json, quiet):
+    """Kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)."""
+    from svmtrain import data
+    from svmtrain.atomic import atomic_output
+    from svmtrain.solvers.budgeted import expansions, predict_values
+
+    exps = expansions(model)
+    metric = task.new_metric()
+    fmt = task.format_scores if scores else task.format_prediction
+    with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
+            atomic_output(output, "w") as out:
+        for block in data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress):
+            labels, values = predict_values(task, exps, block)
             metric.add(labels, block)
             out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
     if as_json:

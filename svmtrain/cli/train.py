@@ -6,11 +6,12 @@ import time
 
 import click
 
+from svmtrain.cli.budgeted import budgeted_options, check_budgeted_options, train_budgeted_command
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
-MODES = ("n-slack",)
+MODES = ("n-slack", "budgeted")
 DEFAULT_EPSILON = 1e-3
 
 
@@ -69,7 +70,8 @@ def _bias(ctx, param, value):
 @click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
               help="How to solve it: n-slack is dual coordinate descent over the constraints of "
                    "every example (all listed, or grown by cutting planes), each example with its "
-                   "own slack.")
+                   "own slack; budgeted is an RBF-kernel SVM with at most --budget support vectors "
+                   "(BSCA; binary, one-vs-rest multiclass, regression; no bias).")
 @click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
@@ -99,17 +101,25 @@ def _bias(ctx, param, value):
 @click.option("--format", "model_format", type=click.Choice(("svmtrain", "liblinear")),
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
+@budgeted_options
 @zero_based_option
 @quiet_option
 def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
-          rescaling, shrinking, trace_file, model_format, zero_based, quiet):
+          rescaling, shrinking, trace_file, model_format, zero_based, quiet, **budgeted):
     """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
 
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
     bound); `svmtrain verify-bound` re-checks P with one pass over the data.
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
+    check_budgeted_options(mode, task, budgeted, bias=bias, loss=loss, rescaling=rescaling,
+                           model_format=model_format)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
+    if mode == "budgeted":
+        with user_errors():
+            train_budgeted_command(train_file, model_file, task, C, epsilon, seed, options,
+                                   trace_file, zero_based, quiet, **budgeted)
+        return
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
                shrinking, trace_file, model_format, zero_based, quiet)

@@ -43,14 +43,29 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     if tol is None:
         tol = model.epsilon
     task = task_class(model.task).from_model(model)
-    acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
-                                      Geometry(model.n_features, model.bias), model.C, data_file)
+    dual_acc = None
+    if model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
+        from svmtrain.solvers.budgeted import KernelDual, KernelPrimal, expansions
+        acc = KernelPrimal(task, expansions(model), model.C, model.p or 0.0, data_file)
+        dual_acc = KernelDual(task, model, data_file)
+    else:
+        acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
+                                          Geometry(model.n_features, model.bias), model.C, data_file)
     with byte_progress(data_file, quiet, "verifying") as progress:
         blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
         for block in data.whole_examples(blocks, task.grouping):
             acc.add(block)
+            if dual_acc is not None:
+                dual_acc.add(block)
     P = acc.value()
     D = model.dual
+    if dual_acc is not None:
+        D, problem = dual_acc.value()
+        if problem is not None:
+            raise InputError(f"{data_file}: {problem}")
+        if D != model.dual and not quiet:
+            click.echo(f"svmtrain: warning: D recomputed from the model's coefficients is {D!r}, "
+                       f"the model records {model.dual!r}", err=True)
     gap = P.primal - D
     # P below D is impossible for the data the dual belongs to (weak duality): the file is not the
     # model's training data, or the model was edited. Never certify that; show the signed figure.

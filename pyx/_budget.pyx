@@ -1,0 +1,647 @@
+"""The budgeted kernel SVM: a kernel expansion of at most B support vectors, trained by BSCA or BSGD.
+
+Problem (binary, no bias; Qaadan, Schueler, Glasmachers 2019, eq. 2 with C per example):
+
+    max_a  D(a) = sum_i a_i - 1/2 sum_ij a_i a_j y_i y_j k(x_i, x_j),   0 <= a_i <= C_i
+    min_w  P(w) = 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i <w, phi(x_i)>)
+
+with the RBF kernel k(x, x') = exp(-gamma ||x - x'||^2). The model is the expansion
+w~ = sum_j beta_j phi(x~_j) over at most B points x~_j (the support vectors, SVs), kept as a sparse
+CSR pool with their squared norms, so that k(x, x~_j) costs one sparse dot:
+||x - x~_j||^2 = ||x||^2 + ||x~_j||^2 - 2 x.x~_j.
+
+BSCA (Alg. 2): per example i of a random permutation, the margin f~(x_i) = sum_j beta_j k(x_i, x~_j)
+against the budgeted model; the truncated Newton step on a_i (Q_ii = k(x_i, x_i) = 1 for RBF):
+
+    a_i <- [a_i + (1 - y_i f~(x_i)) / Q_ii]_0^C_i,   delta = new a_i - old a_i,
+
+and beta of x_i's own SV grows by delta y_i (a new SV when x_i has none, or its SV was merged away).
+Epsilon-SVR (box [-C_i, C_i]): D(a) = sum y_i a_i - p sum |a_i| - 1/2 a^T K a; the coordinate
+maximiser is a soft threshold, a_i <- clip(sign(v) max(|v| - p/Q_ii, 0), -C_i, C_i) with
+v = a_i + (y_i - f~(x_i)) / Q_ii.
+
+BSGD (Wang et al. 2012): Pegasos on the primal, learning rate 1/(lambda t), lambda = 1/(C n), the
+loss of example i weighted C_i / C. w_{t+1} = (1 - 1/t) w_t + (n C_i / t) y_i phi(x_i) [violated],
+which is w_{t+1} = S_{t+1} / t for the running sum S of n C_i y_i phi(x_i) over the violations: the
+store keeps S (no O(B) rescaling per step), margins divide by t - 1. The implied dual coefficients
+are a_i = n C_i (violations of i) / T, within [0, C_i] after whole epochs.
+
+Merging (Alg. 1, re-derived): take the SV m with the smallest |beta|; for every SV j of the same sign,
+z(h) = h x_m + (1-h) x_j gives k(x_m, z) = kappa^((1-h)^2), k(x_j, z) = kappa^(h^2) with
+kappa = k(x_m, x_j) = exp(-gamma d2), d2 = ||x_m - x_j||^2. The best coefficient for a fixed z is the
+projection beta_z = beta_m kappa^((1-h)^2) + beta_j kappa^(h^2) (k(z, z) = 1), and the weight
+degradation ||beta_m phi(x_m) + beta_j phi(x_j) - beta_z phi(z)||^2 =
+beta_m^2 + beta_j^2 + 2 beta_m beta_j kappa - beta_z^2, so h maximises
+g(h) = s kappa^((1-h)^2) + (1-s) kappa^(h^2), s = beta_m / (beta_m + beta_j) (the paper's Alg. 1
+prints m = beta / (beta + beta_min), the two weights swapped for its z = h x_min + (1-h) x).
+Golden-section search on [0, 1] to the given precision, plus both ends (g can be bimodal when
+kappa is small). O(B) kernel evaluations per merge: one sparse dot per candidate.
+"""
+
+import numpy as np
+cimport numpy as cnp
+from libc.math cimport INFINITY, exp, fabs
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc
+
+from _sparse cimport rand_below
+
+cnp.import_array()
+
+cdef double GOLDEN = 0.6180339887498949   # (sqrt(5) - 1) / 2
+
+
+cdef struct Store:
+    int64_t n_sv           # support vectors in use: slots 0 .. n_sv-1
+    int64_t cap_sv         # slots allocated (budget + 1)
+    double* beta
+    double* sqnorm
+    int64_t* start         # row j is pool_ind/pool_val[start[j] : start[j] + length[j]]
+    int64_t* length
+    int64_t* owner         # the example whose row this SV still is, or -1 once merged
+    int64_t* pool_ind      # sorted column indices of every row, rows anywhere in the pool
+    double* pool_val
+    int64_t used           # pool entries handed out (live rows and holes)
+    int64_t cap            # pool entries allocated
+    int64_t n_cols
+    double gamma
+    double* work           # n_cols, all zero between calls: one row scattered at a time
+
+
+cdef int reserve(Store* s, int64_t extra) noexcept nogil:
+    """Room for `extra` more pool entries after `used`: compacts into fresh, larger arrays when
+    needed (holes left by removed SVs disappear). Returns -1 when memory runs out."""
+    if s.used + extra <= s.cap:
+        return 0
+    cdef int64_t live = 0, j, p, q = 0
+    for j in range(s.n_sv):
+        live += s.length[j]
+    cdef int64_t new_cap = 2 * (live + extra) + 1024
+    cdef int64_t* ind = <int64_t*> malloc(new_cap * sizeof(int64_t))
+    cdef double* val = <double*> malloc(new_cap * sizeof(double))
+    if ind == NULL or val == NULL:
+        free(ind)
+        free(val)
+        return -1
+    for j in range(s.n_sv):
+        for p in range(s.length[j]):
+            ind[q + p] = s.pool_ind[s.start[j] + p]
+            val[q + p] = s.pool_val[s.start[j] + p]
+        s.start[j] = q
+        q += s.length[j]
+    free(s.pool_ind)
+    free(s.pool_val)
+    s.pool_ind, s.pool_val, s.used, s.cap = ind, val, q, new_cap
+    return 0
+
+
+cdef inline void scatter(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b) noexcept nogil:
+    cdef int64_t p
+    for p in range(a, b):
+        if ind[p] < s.n_cols:   # columns the model has never seen meet only zeros in the SVs
+            s.work[ind[p]] = val[p]
+
+
+cdef inline void unscatter(Store* s, const int64_t* ind, int64_t a, int64_t b) noexcept nogil:
+    cdef int64_t p
+    for p in range(a, b):
+        if ind[p] < s.n_cols:
+            s.work[ind[p]] = 0.0
+
+
+cdef inline double sv_dot(Store* s, int64_t j) noexcept nogil:
+    """x~_j . (the scattered row)."""
+    cdef double d = 0.0
+    cdef int64_t p, e = s.start[j] + s.length[j]
+    for p in range(s.start[j], e):
+        d += s.work[s.pool_ind[p]] * s.pool_val[p]
+    return d
+
+
+cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept nogil:
+    cdef double d2 = sqn_a + sqn_b - 2.0 * dot
+    return d2 if d2 > 0.0 else 0.0
+
+
+cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b,
+                         double sqn) noexcept nogil:
+    """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn."""
+    cdef double f = 0.0
+    cdef int64_t j
+    scatter(s, ind, val, a, b)
+    for j in range(s.n_sv):
+        f += s.beta[j] * exp(-s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j)))
+    unscatter(s, ind, a, b)
+    return f
+
+
+cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b, double sqn,
+                double beta, int64_t owner) noexcept nogil:
+    """Append a copy of the row as a new SV (columns beyond n_cols dropped: training rows have
+    none). The caller keeps n_sv < cap_sv. Returns -1 when memory runs out."""
+    if reserve(s, b - a) != 0:
+        return -1
+    cdef int64_t j = s.n_sv, p, q = s.used
+    for p in range(a, b):
+        if ind[p] < s.n_cols:
+            s.pool_ind[q] = ind[p]
+            s.pool_val[q] = val[p]
+            q += 1
+    s.start[j], s.length[j] = s.used, q - s.used
+    s.used = q
+    s.beta[j], s.sqnorm[j], s.owner[j] = beta, sqn, owner
+    s.n_sv += 1
+    return 0
+
+
+cdef void remove_sv(Store* s, int64_t j, int64_t* slot_of) noexcept nogil:
+    """Drop SV j; the last SV takes its slot (its pool row stays where it is)."""
+    cdef int64_t last = s.n_sv - 1
+    if s.owner[j] >= 0 and slot_of != NULL:
+        slot_of[s.owner[j]] = -1
+    if j != last:
+        s.beta[j], s.sqnorm[j] = s.beta[last], s.sqnorm[last]
+        s.start[j], s.length[j], s.owner[j] = s.start[last], s.length[last], s.owner[last]
+        if s.owner[j] >= 0 and slot_of != NULL:
+            slot_of[s.owner[j]] = j
+    s.n_sv = last
+
+
+cdef inline double merge_gain(double share, double gd2, double h) noexcept nogil:
+    """g(h) = share kappa^((1-h)^2) + (1-share) kappa^(h^2), kappa = exp(-gd2)."""
+    return share * exp(-gd2 * (1.0 - h) * (1.0 - h)) + (1.0 - share) * exp(-gd2 * h * h)
+
+
+cdef double golden_h(double share, double gd2, double kappa, double precision, double* gain) noexcept nogil:
+    """argmax of merge_gain over [0, 1]: golden-section search until the bracket is shorter than
+    `precision`, then the best of its two inner points and the two ends of [0, 1] (g(0) and g(1)
+    share one exponential, kappa)."""
+    cdef double lo = 0.0, hi = 1.0
+    cdef double c = hi - GOLDEN * (hi - lo), d = lo + GOLDEN * (hi - lo)
+    cdef double fc = merge_gain(share, gd2, c), fd = merge_gain(share, gd2, d)
+    while hi - lo > precision:
+        if fc >= fd:
+            hi, d, fd = d, c, fc
+            c = hi - GOLDEN * (hi - lo)
+            fc = merge_gain(share, gd2, c)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + GOLDEN * (hi - lo)
+            fd = merge_gain(share, gd2, d)
+    cdef double h = c, best = fc, g
+    if fd > best:
+        h, best = d, fd
+    g = share * kappa + (1.0 - share)          # h = 0: z = the partner
+    if g > best:
+        h, best = 0.0, g
+    g = share + (1.0 - share) * kappa          # h = 1: z = x_m
+    if g > best:
+        h, best = 1.0, g
+    gain[0] = best
+    return h
+
+
+cdef struct MergeChoice:
+    int64_t m, partner     # partner -1: no SV of the same sign (m is then simply removed)
+    double h, beta_z, degradation
+
+
+cdef MergeChoice choose_merge(Store* s, double precision) noexcept nogil:
+    """Alg. 1's choice: the SV with the smallest |beta|, its best same-sign partner and h."""
+    cdef MergeChoice best
+    cdef int64_t j, m = 0
+    for j in range(1, s.n_sv):
+        if fabs(s.beta[j]) < fabs(s.beta[m]):
+            m = j
+    best.m, best.partner, best.h = m, -1, 1.0
+    best.beta_z, best.degradation = 0.0, s.beta[m] * s.beta[m]
+    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd
+    scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+    for j in range(s.n_sv):
+        bj = s.beta[j]
+        if j == m or not (bj * bm > 0.0):
+            continue
+        gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], sv_dot(s, j))
+        kappa = exp(-gd2)
+        h = golden_h(bm / (bm + bj), gd2, kappa, precision, &gain)
+        bz = (bm + bj) * gain
+        wd = bm * bm + bj * bj + 2.0 * bm * bj * kappa - bz * bz
+        if wd < 0.0:
+            wd = 0.0   # rounding: the true degradation is >= 0
+        if best.partner < 0 or wd < best.degradation:
+            best.partner, best.h, best.beta_z, best.degradation = j, h, bz, wd
+    unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
+    return best
+
+
+cdef int merge(Store* s, double precision, int64_t* slot_of, double* degradation) noexcept nogil:
+    """Replace two SVs by one (Alg. 1). Returns -1 when memory runs out."""
+    cdef MergeChoice c = choose_merge(s, precision)
+    degradation[0] += c.degradation
+    if c.partner < 0:
+        remove_sv(s, c.m, slot_of)
+        return 0
+    cdef int64_t m = c.m, j = c.partner
+    if reserve(s, s.length[m] + s.length[j]) != 0:
+        return -1
+    # z = h x_m + (1-h) x_j: the union of two sorted index lists, written after `used`
+    cdef int64_t p = s.start[m], pe = s.start[m] + s.length[m]
+    cdef int64_t q = s.start[j], qe = s.start[j] + s.length[j]
+    cdef int64_t out = s.used
+    cdef double h = c.h, v, sqn = 0.0
+    while p < pe or q < qe:
+        if q >= qe or (p < pe and s.pool_ind[p] < s.pool_ind[q]):
+            s.pool_ind[out], v = s.pool_ind[p], h * s.pool_val[p]
+            p += 1
+        elif p >= pe or s.pool_ind[q] < s.pool_ind[p]:
+            s.pool_ind[out], v = s.pool_ind[q], (1.0 - h) * s.pool_val[q]
+            q += 1
+        else:
+            s.pool_ind[out], v = s.pool_ind[p], h * s.pool_val[p] + (1.0 - h) * s.pool_val[q]
+            p += 1
+            q += 1
+        if v != 0.0:
+            s.pool_val[out] = v
+            sqn += v * v
+            out += 1
+    cdef int64_t z_start = s.used, z_length = out - s.used
+    s.used = out
+    if m > j:   # remove the higher slot first: the lower one does not move
+        remove_sv(s, m, slot_of)
+        remove_sv(s, j, slot_of)
+    else:
+        remove_sv(s, j, slot_of)
+        remove_sv(s, m, slot_of)
+    cdef int64_t z = s.n_sv
+    s.start[z], s.length[z] = z_start, z_length
+    s.beta[z], s.sqnorm[z], s.owner[z] = c.beta_z, sqn, -1
+    s.n_sv += 1
+    return 0
+
+
+cdef class Expansion:
+    """A budgeted model w~ = sum_j beta_j phi(x~_j) with the RBF kernel, at most `capacity` SVs."""
+
+    cdef Store s
+
+    def __cinit__(self, int64_t n_cols, double gamma, int64_t capacity):
+        if n_cols < 0 or capacity < 1 or not gamma > 0:
+            raise ValueError("Expansion needs n_cols >= 0, capacity >= 1, gamma > 0")
+        self.s.n_sv, self.s.cap_sv, self.s.n_cols, self.s.gamma = 0, capacity, n_cols, gamma
+        self.s.beta = <double*> malloc(capacity * sizeof(double))
+        self.s.sqnorm = <double*> malloc(capacity * sizeof(double))
+        self.s.start = <int64_t*> malloc(capacity * sizeof(int64_t))
+        self.s.length = <int64_t*> malloc(capacity * sizeof(int64_t))
+        self.s.owner = <int64_t*> malloc(capacity * sizeof(int64_t))
+        self.s.work = <double*> calloc(n_cols + 1, sizeof(double))
+        self.s.used, self.s.cap = 0, 0
+        self.s.pool_ind, self.s.pool_val = NULL, NULL
+        if (self.s.beta == NULL or self.s.sqnorm == NULL or self.s.start == NULL
+                or self.s.length == NULL or self.s.owner == NULL or self.s.work == NULL
+                or reserve(&self.s, 1024) != 0):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.s.beta)
+        free(self.s.sqnorm)
+        free(self.s.start)
+        free(self.s.length)
+        free(self.s.owner)
+        free(self.s.work)
+        free(self.s.pool_ind)
+        free(self.s.pool_val)
+
+    @property
+    def n_sv(self):
+        return self.s.n_sv
+
+    @property
+    def capacity(self):
+        return self.s.cap_sv
+
+    @property
+    def gamma(self):
+        return self.s.gamma
+
+    @classmethod
+    def from_arrays(cls, int64_t n_cols, double gamma, beta, indptr, indices, data, int64_t capacity=0):
+        """An expansion holding given SVs (rows of a CSR with sorted columns < n_cols)."""
+        cdef const double[::1] b = np.ascontiguousarray(beta, dtype=np.float64)
+        cdef const int64_t[::1] ip = np.ascontiguousarray(indptr, dtype=np.int64)
+        cdef const int64_t[::1] ind = np.ascontiguousarray(indices, dtype=np.int64)
+        cdef const double[::1] val = np.ascontiguousarray(data, dtype=np.float64)
+        cdef int64_t n = b.shape[0], j, p
+        _check_csr(ip, ind, val, n)
+        for j in range(n):
+            for p in range(ip[j], ip[j + 1]):
+                if not 0 <= ind[p] < n_cols or (p > ip[j] and ind[p] <= ind[p - 1]):
+                    raise ValueError(f"support vector {j}: columns must be increasing, in 0..{n_cols - 1}")
+        cdef Expansion e = cls(n_cols, gamma, max(capacity, n, 1))
+        cdef double sqn
+        for j in range(n):
+            sqn = 0.0
+            for p in range(ip[j], ip[j + 1]):
+                sqn += val[p] * val[p]
+            if add_sv(&e.s, &ind[0] if ind.shape[0] else NULL, &val[0] if val.shape[0] else NULL,
+                      ip[j], ip[j + 1], sqn, b[j], -1) != 0:
+                raise MemoryError()
+        return e
+
+    def export(self, double scale=1.0):
+        """(beta * scale, indptr, indices, data) of the SVs in slot order."""
+        cdef int64_t n = self.s.n_sv, j, p, q = 0, total = 0
+        for j in range(n):
+            total += self.s.length[j]
+        beta = np.empty(n)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        indices = np.empty(total, dtype=np.int64)
+        data = np.empty(total)
+        cdef double[::1] b = beta, d = data
+        cdef int64_t[::1] ip = indptr, ind = indices
+        for j in range(n):
+            b[j] = self.s.beta[j] * scale
+            for p in range(self.s.start[j], self.s.start[j] + self.s.length[j]):
+                ind[q] = self.s.pool_ind[p]
+                d[q] = self.s.pool_val[p]
+                q += 1
+            ip[j + 1] = q
+        return beta, indptr, indices, data
+
+    def decision_values(self, indptr, indices, data, double scale=1.0):
+        """scale * f~(x_i) for every row of a CSR block (any columns: unseen ones count in ||x||)."""
+        cdef const int64_t[::1] ip = indptr
+        cdef const int64_t[::1] ind = indices
+        cdef const double[::1] val = data
+        cdef int64_t n = ip.shape[0] - 1, i
+        _check_csr(ip, ind, val, n)
+        out = np.empty(n)
+        cdef double[::1] f = out
+        cdef double[::1] sqn = row_sqnorms(ip, ind, val)
+        cdef const int64_t* pi = &ind[0] if ind.shape[0] else NULL
+        cdef const double* pv = &val[0] if val.shape[0] else NULL
+        with nogil:
+            for i in range(n):
+                f[i] = scale * expansion_at(&self.s, pi, pv, ip[i], ip[i + 1], sqn[i])
+        return out
+
+    def quadratic(self):
+        """beta^T K beta = ||w~||^2, over all pairs of SVs."""
+        cdef int64_t j, l, n = self.s.n_sv
+        cdef double total = 0.0, row
+        with nogil:
+            for j in range(n):
+                scatter(&self.s, self.s.pool_ind, self.s.pool_val, self.s.start[j],
+                        self.s.start[j] + self.s.length[j])
+                row = 0.0
+                for l in range(j + 1, n):
+                    row += self.s.beta[l] * exp(-self.s.gamma * sq_distance(
+                        self.s.sqnorm[j], self.s.sqnorm[l], sv_dot(&self.s, l)))
+                unscatter(&self.s, self.s.pool_ind, self.s.start[j], self.s.start[j] + self.s.length[j])
+                total += self.s.beta[j] * (self.s.beta[j] + 2.0 * row)
+        return total
+
+    def merge_once(self, double precision):
+        """One budget-maintenance step (for tests): (m, partner, h, beta_z, degradation) of the
+        choice, slots as before the merge, then applied."""
+        if self.s.n_sv < 2:
+            raise ValueError("nothing to merge")
+        cdef MergeChoice c = choose_merge(&self.s, precision)
+        cdef double wd = 0.0
+        if merge(&self.s, precision, NULL, &wd) != 0:
+            raise MemoryError()
+        return c.m, c.partner, c.h, c.beta_z, c.degradation
+
+
+def _check_csr(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data, int64_t n):
+    if indptr.shape[0] != n + 1 or indptr[0] != 0 or indices.shape[0] != data.shape[0] \
+            or indptr[n] > indices.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    cdef int64_t i
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("inconsistent CSR arrays")
+    for i in range(indptr[n]):
+        if indices[i] < 0:
+            raise ValueError("negative column index")
+
+
+def row_sqnorms(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data):
+    cdef int64_t n = indptr.shape[0] - 1, i, p
+    out = np.zeros(n)
+    cdef double[::1] s = out
+    with nogil:
+        for i in range(n):
+            for p in range(indptr[i], indptr[i + 1]):
+                s[i] += data[p] * data[p]
+    return out
+
+
+def merge_gain_at(double share, double gd2, double h):
+    """g(h) of the merge objective (for tests)."""
+    return merge_gain(share, gd2, h)
+
+
+def golden_search(double share, double gd2, double precision):
+    """(h, g(h)) as the merge finds them (for tests)."""
+    cdef double gain
+    cdef double h = golden_h(share, gd2, exp(-gd2), precision, &gain)
+    return h, gain
+
+
+cdef inline void shuffle(int64_t[::1] perm, uint64_t* rng) noexcept nogil:
+    """Fisher-Yates with the seeded splitmix64 stream."""
+    cdef int64_t i, k, tmp
+    for i in range(perm.shape[0] - 1, 0, -1):
+        k = rand_below(rng, i + 1)
+        tmp = perm[i]
+        perm[i] = perm[k]
+        perm[k] = tmp
+
+
+cdef int64_t STATUS_OK = 0, STATUS_NOMEM = -1
+
+
+def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,
+               const double[::1] data, const double[::1] sqnorm, const double[::1] y,
+               const double[::1] cost, double[::1] alpha, int64_t[::1] slot_of, int64_t[::1] perm,
+               uint64_t[::1] rng, int64_t budget, double precision, bint regression, double p):
+    """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps)."""
+    cdef int64_t n = indptr.shape[0] - 1
+    _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, alpha, slot_of, perm, rng, budget, precision)
+    cdef Store* s = &e.s
+    cdef int64_t t, i, j, merges = 0, steps = 0, status = STATUS_OK
+    cdef double f, a, v, delta, coef, degradation = 0.0
+    cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
+    cdef const double* pv = &data[0] if data.shape[0] else NULL
+    with nogil:
+        shuffle(perm, &rng[0])
+        for t in range(n):
+            i = perm[t]
+            f = expansion_at(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i])
+            if regression:   # soft threshold, then the box [-C_i, C_i]; Q_ii = 1
+                v = alpha[i] + (y[i] - f)
+                a = v - p if v > p else (v + p if v < -p else 0.0)
+                a = cost[i] if a > cost[i] else (-cost[i] if a < -cost[i] else a)
+                delta = a - alpha[i]
+                coef = delta
+            else:            # truncated Newton step, the box [0, C_i]
+                a = alpha[i] + (1.0 - y[i] * f)
+                a = cost[i] if a > cost[i] else (0.0 if a < 0.0 else a)
+                delta = a - alpha[i]
+                coef = delta * y[i]
+            if delta == 0.0:
+                continue
+            steps += 1
+            alpha[i] = a
+            j = slot_of[i]
+            if j >= 0:
+                s.beta[j] += coef
+                if s.beta[j] == 0.0:
+                    remove_sv(s, j, &slot_of[0])
+                continue
+            if add_sv(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i) != 0:
+                status = STATUS_NOMEM
+                break
+            slot_of[i] = s.n_sv - 1
+            if s.n_sv > budget:
+                if merge(s, precision, &slot_of[0], &degradation) != 0:
+                    status = STATUS_NOMEM
+                    break
+                merges += 1
+    if status == STATUS_NOMEM:
+        raise MemoryError("out of memory for the support vectors")
+    return merges, degradation, steps
+
+
+def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,
+               const double[::1] data, const double[::1] sqnorm, const double[::1] y,
+               const double[::1] cost, double[::1] count, int64_t[::1] slot_of, int64_t[::1] perm,
+               uint64_t[::1] rng, int64_t[::1] clock, int64_t budget, double precision,
+               bint regression, double p):
+    """One BSGD epoch. The store holds S = sum of n C_i y_i phi(x_i) over violations, the model is
+    S / (steps so far); clock[0] counts the steps. count[i] += 1 (regression: the sign) per
+    violation of i. Returns (merges, weight degradation of S, violations)."""
+    cdef int64_t n = indptr.shape[0] - 1
+    _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, count, slot_of, perm, rng, budget, precision)
+    if clock.shape[0] != 1 or clock[0] < 0:
+        raise ValueError("clock must be one non-negative counter")
+    cdef Store* s = &e.s
+    cdef int64_t t, i, j, merges = 0, violations = 0, status = STATUS_OK
+    cdef double f, coef, degradation = 0.0
+    cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
+    cdef const double* pv = &data[0] if data.shape[0] else NULL
+    with nogil:
+        shuffle(perm, &rng[0])
+        for t in range(n):
+            i = perm[t]
+            clock[0] += 1
+            f = 0.0
+            if clock[0] >= 2:
+                f = expansion_at(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i]) / (clock[0] - 1)
+            if regression:
+                if y[i] - f > p:
+                    coef = n * cost[i]
+                elif f - y[i] > p:
+                    coef = -n * cost[i]
+                else:
+                    continue
+            elif y[i] * f < 1.0:
+                coef = n * cost[i] * y[i]
+            else:
+                continue
+            violations += 1
+            count[i] += 1.0 if coef > 0.0 or not regression else -1.0
+            j = slot_of[i]
+            if j >= 0:
+                s.beta[j] += coef
+                if s.beta[j] == 0.0:
+                    remove_sv(s, j, &slot_of[0])
+                continue
+            if add_sv(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i) != 0:
+                status = STATUS_NOMEM
+                break
+            slot_of[i] = s.n_sv - 1
+            if s.n_sv > budget:
+                if merge(s, precision, &slot_of[0], &degradation) != 0:
+                    status = STATUS_NOMEM
+                    break
+                merges += 1
+    if status == STATUS_NOMEM:
+        raise MemoryError("out of memory for the support vectors")
+    return merges, degradation, violations
+
+
+cdef _check_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,
+                  const double[::1] data, int64_t n, const double[::1] sqnorm, const double[::1] y,
+                  const double[::1] cost, double[::1] alpha, int64_t[::1] slot_of, int64_t[::1] perm,
+                  uint64_t[::1] rng, int64_t budget, double precision):
+    """The kernel boundary: everything the unchecked loops rely on."""
+    _check_csr(indptr, indices, data, n)
+    if sqnorm.shape[0] != n or y.shape[0] != n or cost.shape[0] != n or alpha.shape[0] != n:
+            raise ValueError("per-example arrays must have one entry per row")
+    if slot_of.shape[0] != n or perm.shape[0] != n or rng.shape[0] != 1:
+        raise ValueError("slot_of and perm need one entry per row, rng one state")
+    if not 1 <= budget < e.s.cap_sv:
+        raise ValueError("the budget must be below the expansion's capacity")
+    if not 0 < precision < 1:
+        raise ValueError("merge precision must be in (0, 1)")
+    cdef int64_t i
+    for i in range(indptr[n]):
+        if indices[i] >= e.s.n_cols:
+            raise ValueError("a column beyond the expansion's n_cols")
+    seen_array = np.zeros(n, dtype=np.uint8)
+    cdef unsigned char[::1] seen = seen_array
+    for i in range(n):
+        if not 0 <= perm[i] < n or seen[perm[i]]:
+            raise ValueError("perm is not a permutation")
+        seen[perm[i]] = 1
+        if not -1 <= slot_of[i] < e.s.n_sv:
+            raise ValueError("slot_of out of range")
+
+
+def kernel_quadratic(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+                     const int64_t[::1] rows, const double[:, ::1] coef, int64_t n_cols, double gamma):
+    """For every column k of coef: sum_ab coef[a,k] coef[b,k] k(x_rows[a], x_rows[b]), with the
+    exact kernel over all pairs (O(m^2) kernel evaluations for m rows, shared by the K columns).
+    This is a^T Q a of the dual: the bound D(a) must use the true kernel, not the expansion."""
+    cdef int64_t n = indptr.shape[0] - 1, m = rows.shape[0], K = coef.shape[1], a, b, k, p, r
+    _check_csr(indptr, indices, data, n)
+    if coef.shape[0] != m:
+        raise ValueError("coef needs one row per selected example")
+    for a in range(m):
+        if not 0 <= rows[a] < n:
+            raise ValueError("row index out of range")
+    for p in range(indptr[n]):
+        if indices[p] >= n_cols:
+            raise ValueError("a column beyond n_cols")
+    out = np.zeros(K)
+    cdef double[::1] total = out
+    cdef double[::1] sqn = row_sqnorms(indptr, indices, data)
+    cdef double* work = <double*> calloc(n_cols + 1, sizeof(double))
+    cdef double* row = <double*> calloc(K + 1, sizeof(double))
+    cdef double d, kab
+    if work == NULL or row == NULL:
+        free(work)
+        free(row)
+        raise MemoryError()
+    with nogil:
+        for a in range(m):
+            r = rows[a]
+            for p in range(indptr[r], indptr[r + 1]):
+                work[indices[p]] = data[p]
+            for k in range(K):
+                row[k] = 0.0
+            for b in range(a + 1, m):
+                d = 0.0
+                for p in range(indptr[rows[b]], indptr[rows[b] + 1]):
+                    d += work[indices[p]] * data[p]
+                kab = exp(-gamma * sq_distance(sqn[r], sqn[rows[b]], d))
+                for k in range(K):
+                    row[k] += kab * coef[b, k]
+            for p in range(indptr[r], indptr[r + 1]):
+                work[indices[p]] = 0.0
+            for k in range(K):   # the diagonal k(x, x) = 1, then both halves of the pairs
+                total[k] += coef[a, k] * (coef[a, k] + 2.0 * row[k])
+    free(work)
+    free(row)
+    return out

@@ -1,0 +1,155 @@
+"""The options and the command body of `svmtrain train --mode budgeted` (kept apart from train.py)."""
+
+import math
+import sys
+import time
+
+import click
+from click.core import ParameterSource
+
+from svmtrain.cli.options import InputError, byte_progress, show_progress
+
+BUDGETED_TASKS = ("binary", "multiclass", "regression")
+# option name -> flag, for "applies to --mode budgeted" errors
+_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
+            "merge_precision": "--merge-precision", "validation": "--validation"}
+
+
+def _gamma(ctx, param, value):
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise click.BadParameter(f"gamma must be a positive number, got {value}")
+    return value
+
+
+def _precision(ctx, param, value):
+    if value is not None and not (0 < value < 0.5):
+        raise click.BadParameter(f"the merge precision must be in (0, 0.5), got {value}")
+    return value
+
+
+def budgeted_options(f):
+    """The budgeted mode's options, one group (applied bottom-up, so listed in reverse)."""
+    for option in reversed((
+        click.option("-g", "--gamma", type=float, default=None, callback=_gamma,
+                     help="Budgeted: the RBF kernel's width, k(x, x') = exp(-gamma |x - x'|^2)  "
+                          "[default: 1 / number of features, LIBSVM's default]"),
+        click.option("--budget", type=click.IntRange(1, 10**7), default=None,
+                     help="Budgeted: the most support vectors the model keeps (per class with "
+                          "multiclass); beyond it two are merged  [default: 500]"),
+        click.option("--epochs", type=click.IntRange(1), default=None,
+                     help="Budgeted: passes over the data (each a new random order from --seed); "
+                          "the mode has no stopping rule (--max-epochs is for the other modes)  "
+                          "[default: 5]"),
+        click.option("--optimizer", type=click.Choice(("bsca", "sgd")), default=None,
+                     help="Budgeted: bsca is dual coordinate ascent (Qaadan et al.), sgd is the "
+                          "primal BSGD (Wang et al.; learning rate 1/(lambda t), lambda = 1/(C n)) "
+                          "with the same merging  [default: bsca]"),
+        click.option("--merge-precision", type=float, default=None, callback=_precision,
+                     help="Budgeted: the golden-section search for a merge stops when h is known "
+                          "to within this  [default: 0.01]"),
+        click.option("--validation", type=click.Path(dir_okay=False), default=None,
+                     help="Budgeted: a labelled data file whose accuracy (regression: mean squared "
+                          "error) --trace reports after every epoch."),
+    )):
+        f = option(f)
+    return f
+
+
+def check_budgeted_options(mode, task, given, *, bias, loss, rescaling, model_format):
+    """Before any data is read: the budgeted options only with the mode, the mode's limits."""
+    if mode != "budgeted":
+        for name, value in given.items():
+            if value is not None:
+                raise click.BadParameter("applies to --mode budgeted only", param_hint=_OPTIONS[name])
+        return
+    if task not in BUDGETED_TASKS:
+        raise click.BadParameter(f"--mode budgeted trains the {', '.join(BUDGETED_TASKS)} tasks, "
+                                 f"not {task}", param_hint="--task")
+    if bias is not None:
+        raise click.BadParameter("the budgeted mode's kernel SVM has no bias term (as the paper; "
+                                 "the RBF feature space needs none)", param_hint="-B")
+    for flag, value in (("--loss", loss), ("--rescaling", rescaling)):
+        if value is not None:
+            raise click.BadParameter("the budgeted mode's multiclass is one-vs-rest binary SVMs: "
+                                     "no loss or rescaling to choose", param_hint=flag)
+    if model_format != "svmtrain":
+        raise click.BadParameter("LIBLINEAR model files hold linear models only", param_hint="--format")
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("max_epochs") == ParameterSource.COMMANDLINE:
+        raise click.BadParameter("the budgeted mode runs a fixed number of passes: give --epochs",
+                                 param_hint="--max-epochs")
+
+
+def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, options, trace_file,
+                           zero_based, quiet, *, gamma, budget, epochs, optimizer, merge_precision,
+                           validation):
+    from svmtrain import data
+    from svmtrain.model import Model, write_model
+    from svmtrain.solvers import budgeted as solver
+    from svmtrain.tasks import task_class
+
+    budget = solver.DEFAULT_BUDGET if budget is None else budget
+    epochs = solver.DEFAULT_EPOCHS if epochs is None else epochs
+    optimizer = "bsgd" if optimizer == "sgd" else "bsca"
+    merge_precision = solver.DEFAULT_MERGE_PRECISION if merge_precision is None else merge_precision
+    started = time.perf_counter()
+    with byte_progress(train_file, quiet, "reading") as progress:
+        block = data.load(train_file, zero_based=zero_based, progress=progress)
+    task = task_class(task_name).from_training_data(block, train_file, options)
+    held_out = None
+    if validation is not None:
+        held_out = data.load(validation, zero_based=zero_based)
+        solver.targets(task, held_out, validation)   # its labels must be the model's
+    if block.n_features == 0 and gamma is None:
+        raise InputError(f"{train_file}: no features: give -g/--gamma")
+
+    trace = open(trace_file, "w") if trace_file else None
+    bar = None
+    if show_progress(quiet):
+        from tqdm import tqdm
+        bar = tqdm(total=epochs, unit="epoch", desc="training", leave=False, file=sys.stderr)
+    if trace:
+        trace.write("# epoch seconds primal dual gap relative_gap merges support_vectors validation\n")
+
+    def on_epoch(r):
+        if trace:
+            v = "-" if r.validation is None else repr(r.validation)
+            trace.write(f"{r.epoch} {r.seconds:.6f} {r.primal!r} {r.dual!r} {r.primal - r.dual!r} "
+                        f"{solver.relative_gap(r.primal, r.dual)!r} {r.merges} {r.support_vectors} {v}\n")
+            trace.flush()
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        result = solver.train_budgeted(task, block, train_file, C=C, gamma=gamma, budget=budget,
+                                       epochs=epochs, optimizer=optimizer,
+                                       merge_precision=merge_precision, seed=seed, p=options["p"],
+                                       validation=held_out,
+                                       on_epoch=on_epoch if (trace or bar is not None) else None,
+                                       # the objectives cost O(m^2) kernel evaluations: per epoch
+                                       # for the trace only, not for a progress bar
+                                       epoch_objectives=trace is not None)
+    finally:
+        if bar is not None:
+            bar.close()
+        if trace:
+            trace.close()
+
+    fields = task.model_fields()
+    fields.pop("loss", None)
+    fields.pop("rescaling", None)
+    labels = fields.pop("labels", [])
+    model = Model(task=task_name, mode="budgeted", C=C, bias=None, n_features=result.n_features,
+                  index_base=0 if zero_based else 1, labels=labels, w=[], epsilon=epsilon,
+                  dual=result.dual, primal=result.primal, relative_gap=result.relative_gap,
+                  examples=result.examples, seed=seed, epochs=result.epochs, solver=optimizer,
+                  kernel="rbf", gamma=result.gamma, budget=budget, merge_precision=merge_precision,
+                  support_vectors=result.support_vectors, alphas=result.alphas, **fields)
+    write_model(model, model_file)
+    if not quiet:
+        n_sv = sum(len(sv[0]) for sv in result.support_vectors)
+        click.echo(f"svmtrain: {task_name} budgeted ({optimizer}), {result.examples} examples, "
+                   f"{result.n_features} features, gamma {result.gamma:.6g}, budget {budget}: "
+                   f"{result.epochs} epochs, {n_sv} support vectors, {result.merges} merges, "
+                   f"{time.perf_counter() - started:.3g} s, primal {result.primal:.10g}, "
+                   f"dual {result.dual:.10g}, relative gap {result.relative_gap:.3g}", err=True)

@@ -1,0 +1,353 @@
+"""The budgeted mode (BSCA / BSGD on a budget of RBF support vectors): against a brute-force QP, the
+merge against direct kernel algebra, determinism, the CLI and the model files."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from svmtrain import data
+from svmtrain._budget import Expansion, golden_search, merge_gain_at
+from svmtrain.cli import main
+from svmtrain.model import format_model, parse_model, read_model
+from svmtrain.solvers.budgeted import train_budgeted
+from svmtrain.tasks import task_class
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+HEART = DATA / "heart_scale"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def dense(block, n_cols=None):
+    X = np.zeros((block.n_rows, n_cols or block.n_features))
+    for i in range(block.n_rows):
+        s, e = block.indptr[i], block.indptr[i + 1]
+        X[i, block.indices[s:e]] = block.data[s:e]
+    return X
+
+
+def rbf(A, B, gamma):
+    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * A @ B.T
+    return np.exp(-gamma * np.maximum(d2, 0.0))
+
+
+def brute_force_dual(Q, C, iterations=20000):
+    """max 1'a - 1/2 a'Qa on [0, C]^n by projected gradient ascent (step 1/L), plain numpy."""
+    step = 1.0 / np.linalg.eigvalsh(Q)[-1]
+    a = np.zeros(len(Q))
+    for _ in range(iterations):
+        a = np.clip(a + step * (1.0 - Q @ a), 0.0, C)
+    return a
+
+
+@pytest.fixture(scope="module")
+def heart100(tmp_path_factory):
+    path = tmp_path_factory.mktemp("budgeted") / "heart100"
+    path.write_text("".join(HEART.read_text().splitlines(keepends=True)[:100]))
+    return path
+
+
+def test_unbudgeted_converges_to_the_exact_kernel_svm(heart100):
+    """B >= n: no merge ever; BSCA is then exact coordinate ascent and must reach the QP optimum."""
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    C, gamma = 2.0, 0.2
+    result = train_budgeted(task, block, str(heart100), C=C, gamma=gamma, budget=100, epochs=300)
+    assert result.merges == 0
+
+    y = task.signs(block, "x")
+    X = dense(block)
+    K = rbf(X, X, gamma)
+    Q = K * np.outer(y, y)
+    a = brute_force_dual(Q, C)
+    opt = a.sum() - 0.5 * a @ Q @ a
+    # the certificate closes on the optimum from both sides
+    assert result.dual <= opt + 1e-9 * opt <= result.primal + 2e-9 * opt
+    assert result.primal - result.dual <= 1e-6 * opt
+    # and the model is the QP's: same decision values
+    beta, indptr, indices, values = result.support_vectors[0]
+    svs = dense(data.Block(indptr, indices, values, np.zeros(len(beta)), np.full(len(beta), -1),
+                           np.ones(len(beta)), np.arange(len(beta)), block.n_features, 0), X.shape[1])
+    ours = rbf(X, svs, gamma) @ beta
+    assert np.allclose(ours, K @ (a * y), atol=1e-5)
+
+
+def test_budgeted_dual_and_primal_bracket_the_optimum(heart100):
+    """With merging, P(w~) and D(alpha) (exact kernel) must still bracket the unbudgeted optimum."""
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    C, gamma = 2.0, 0.2
+    y = task.signs(block, "x")
+    X = dense(block)
+    Q = rbf(X, X, gamma) * np.outer(y, y)
+    a = brute_force_dual(Q, C)
+    opt = a.sum() - 0.5 * a @ Q @ a
+    for optimizer in ("bsca", "bsgd"):
+        r = train_budgeted(task, block, str(heart100), C=C, gamma=gamma, budget=10, epochs=3,
+                           optimizer=optimizer)
+        assert r.merges > 0 and len(r.support_vectors[0][0]) <= 10
+        assert r.dual <= opt <= r.primal, optimizer
+
+
+def two_sv_expansion(x1, x2, b1, b2, gamma):
+    X = np.array([x1, x2], dtype=float)
+    indptr = np.array([0, 2, 4])
+    indices = np.array([0, 1, 0, 1])
+    return Expansion.from_arrays(2, gamma, [b1, b2], indptr, indices, X.ravel(), capacity=3)
+
+
+@pytest.mark.parametrize("b1, b2, gamma", [(0.3, 1.0, 0.5), (-2.0, -0.7, 2.0), (1.0, 1.0, 0.1),
+                                           (0.05, 3.0, 4.0), (0.9, 1.1, 8.0)])
+def test_merge_weight_degradation_is_the_direct_norm(b1, b2, gamma):
+    x1, x2 = np.array([0.2, -0.5]), np.array([0.9, 0.4])
+    e = two_sv_expansion(x1, x2, b1, b2, gamma)
+    m, partner, h, beta_z, degradation = e.merge_once(0.001)
+    beta, indptr, indices, values = e.export()
+    assert e.n_sv == 1 and {m, partner} == {0, 1}
+    xm, xp = (x1, x2) if m == 0 else (x2, x1)
+    assert abs(b1 if m == 0 else b2) <= abs(b2 if m == 0 else b1)   # the smaller |beta| is "min"
+    z = np.zeros(2)
+    z[indices] = values
+    assert np.allclose(z, h * xm + (1 - h) * xp)
+    assert beta[0] == beta_z
+    k = lambda u, v: np.exp(-gamma * np.sum((u - v) ** 2))  # noqa: E731
+    direct = (b1 * b1 + b2 * b2 + beta_z * beta_z + 2 * b1 * b2 * k(x1, x2)
+              - 2 * beta_z * (b1 * k(x1, z) + b2 * k(x2, z)))
+    assert degradation == pytest.approx(direct, rel=1e-9, abs=1e-12)
+    # the closed-form coefficient is the best one for this z: the norm is a parabola in beta_z
+    for eps in (1e-3, -1e-3):
+        bz = beta_z + eps
+        worse = b1 * b1 + b2 * b2 + bz * bz + 2 * b1 * b2 * k(x1, x2) - 2 * bz * (b1 * k(x1, z) + b2 * k(x2, z))
+        assert worse > direct
+    # and h is as good as the best of a fine grid over z = h x_m + (1-h) x_p (closed-form beta each)
+    hs = np.linspace(0, 1, 20001)
+    Z = hs[:, None] * xm + (1 - hs[:, None]) * xp
+    km = np.exp(-gamma * ((Z - xm) ** 2).sum(1))
+    kp = np.exp(-gamma * ((Z - xp) ** 2).sum(1))
+    bm, bp = (b1, b2) if m == 0 else (b2, b1)
+    grid_wd = bm * bm + bp * bp + 2 * bm * bp * k(xm, xp) - (bm * km + bp * kp) ** 2
+    # (within the search's precision: when g is bimodal the search may settle on an end of [0, 1]
+    # that is 1e-3 short of a peak next to it)
+    assert degradation <= grid_wd.min() + 1e-3 * (bm * bm)
+
+
+def test_golden_section_against_a_grid():
+    rng = np.random.default_rng(0)
+    hs = np.linspace(0.0, 1.0, 100001)
+    for _ in range(300):
+        share, gd2 = rng.uniform(0.01, 0.5), rng.uniform(0.0, 6.0)
+        g = share * np.exp(-gd2 * (1 - hs) ** 2) + (1 - share) * np.exp(-gd2 * hs ** 2)
+        for precision in (0.01, 1e-4):
+            h, gain = golden_search(share, gd2, precision)
+            assert gain == merge_gain_at(share, gd2, h)
+            assert gain >= g.max() - 5 * precision ** 2 * max(gd2, 1.0)
+            if precision == 1e-4 and gain - g.max() > -1e-9 and np.sum(g >= g.max() - 1e-12) == 1:
+                assert abs(h - hs[np.argmax(g)]) <= 2e-3
+
+
+def test_merge_chooses_the_partner_of_least_degradation():
+    rng = np.random.default_rng(3)
+    gamma = 1.0
+    for _ in range(20):
+        n = 8
+        X = rng.normal(size=(n, 3))
+        beta = rng.uniform(0.2, 2.0, n) * rng.choice([-1.0, 1.0], n)
+        e = Expansion.from_arrays(3, gamma, beta, np.arange(0, 3 * n + 1, 3), np.tile([0, 1, 2], n),
+                                  X.ravel(), capacity=n)
+        m, partner, h, beta_z, degradation = e.merge_once(1e-4)
+        assert m == int(np.argmin(np.abs(beta)))
+        hs = np.linspace(0, 1, 2001)
+        best = np.inf
+        for j in range(n):
+            if j == m or beta[j] * beta[m] <= 0:
+                continue
+            Z = hs[:, None] * X[m] + (1 - hs[:, None]) * X[j]
+            km = np.exp(-gamma * ((Z - X[m]) ** 2).sum(1))
+            kj = np.exp(-gamma * ((Z - X[j]) ** 2).sum(1))
+            kmj = np.exp(-gamma * ((X[m] - X[j]) ** 2).sum())
+            wd = (beta[m] ** 2 + beta[j] ** 2 + 2 * beta[m] * beta[j] * kmj
+                  - (beta[m] * km + beta[j] * kj) ** 2).min()
+            best = min(best, wd)
+        if np.isinf(best):
+            assert partner == -1 and degradation == pytest.approx(beta[m] ** 2)
+        else:
+            assert degradation == pytest.approx(best, rel=1e-4, abs=1e-9)
+
+
+def test_training_is_deterministic(tmp_path):
+    paths = [tmp_path / f"m{k}" for k in range(3)]
+    for path, seed in zip(paths, (7, 7, 8)):
+        assert run("train", "-q", "-m", "budgeted", "--budget", "20", "--epochs", "2", "--seed", seed,
+                   HEART, path).exit_code == 0
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    assert paths[0].read_bytes() != paths[2].read_bytes()
+
+
+def test_train_predict_verify_round_trip(tmp_path):
+    model, out, trace = tmp_path / "m", tmp_path / "pred", tmp_path / "trace"
+    r = run("train", "-m", "budgeted", "-c", "2", "-g", "0.1", "--budget", "30", "--epochs", "3",
+            "--trace", trace, "--validation", HEART, HEART, model)
+    assert r.exit_code == 0, r.output
+    m = read_model(model)
+    assert (m.mode, m.kernel, m.gamma, m.budget, m.solver, m.bias) == ("budgeted", "rbf", 0.1, 30, "bsca", None)
+    assert len(m.support_vectors) == 1 and len(m.support_vectors[0][0]) == 30
+    assert parse_model(format_model(m)) == m and format_model(m) == model.read_text()
+    rows = [line.split() for line in trace.read_text().splitlines()[1:]]
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    assert float(rows[-1][2]) == m.primal and float(rows[-1][3]) == m.dual   # primal, dual
+    assert 0.7 < float(rows[-1][-1]) <= 1.0                                  # validation accuracy
+
+    r = run("predict", "--scores", HEART, model, out)
+    assert r.exit_code == 0, r.output
+    scores = np.array(out.read_text().split(), dtype=float)
+    block = data.load(str(HEART))
+    beta, indptr, indices, values = m.support_vectors[0]
+    svs = dense(data.Block(indptr, indices, values, beta, beta, beta, beta, 13, 0), 13)
+    assert np.allclose(scores, rbf(dense(block, 13), svs, 0.1) @ beta, rtol=1e-12, atol=1e-12)
+    accuracy = np.mean(np.where(scores > 0, 1.0, -1.0) == block.target)
+    assert accuracy > 0.8
+    r = run("predict", HEART, model, out)
+    assert f"({int(round(accuracy * 270))}/270)" in r.stderr
+
+    r = run("verify-bound", "--json", model, HEART)   # the gap of a budgeted model: above 1e-3
+    assert r.exit_code == 1, r.output
+    import json
+    v = json.loads(r.stdout)   # both recomputed from the data, bit for bit what training recorded
+    assert v["primal"] == m.primal and v["dual"] == m.dual and v["dual"] <= v["primal"]
+    assert "warning" not in r.stderr
+    assert run("verify-bound", "--tol", "0.9", model, HEART).exit_code == 0
+
+    # D is recomputed from the stored coefficients, not read back: change one, D changes
+    rows, values = m.alphas[0]
+    values[np.argmax(values)] *= 0.5
+    edited = tmp_path / "edited"
+    edited.write_text(format_model(m))
+    r = run("verify-bound", "--json", edited, HEART)
+    assert json.loads(r.stdout)["dual"] != m.dual and "D recomputed" in r.stderr
+    # coefficients out of their box for this data (another C): refused, exit 2
+    m.alphas[0][1][:] = 100.0
+    edited.write_text(format_model(m))
+    r = run("verify-bound", edited, HEART)
+    assert r.exit_code == 2 and "outside its box" in r.output
+    # other data: the coefficients still give a bound for it (zeros elsewhere), with a warning
+    r = run("verify-bound", model, DATA / "a9a.test.sample")
+    assert r.exit_code == 1 and "the model was trained on 270" in r.stderr
+
+
+def test_bsgd_runs_and_learns(tmp_path):
+    model = tmp_path / "m"
+    r = run("train", "-m", "budgeted", "--optimizer", "sgd", "--budget", "100", "--epochs", "5",
+            DATA / "a9a.train.sample", model)
+    assert r.exit_code == 0, r.output
+    m = read_model(model)
+    assert m.solver == "bsgd" and 0 < m.dual <= m.primal
+    r = run("predict", DATA / "a9a.test.sample", model, tmp_path / "p")
+    accuracy = float(r.stderr.split("=")[1].split("%")[0])
+    assert accuracy > 80.0       # the majority class is 76% of this sample
+    # the implied a_i = n C_i (violations) / T lie in [0, C_i]: verify-bound recomputes D from them
+    r = run("verify-bound", "--json", "--tol", "1", model, DATA / "a9a.train.sample")
+    assert r.exit_code == 0 and "warning" not in r.stderr, r.output
+    assert max(v.max() for _, v in m.alphas) <= m.C
+
+
+def test_multiclass_one_vs_rest_and_regression(tmp_path):
+    model = tmp_path / "mc"
+    r = run("train", "-m", "budgeted", "-t", "multiclass", "-c", "10", "--budget", "50", "--epochs", "3",
+            DATA / "pendigits_scale.train.sample", model)
+    assert r.exit_code == 0, r.output
+    m = read_model(model)
+    assert len(m.support_vectors) == len(m.labels) == 10 and m.loss is None
+    r = run("predict", DATA / "pendigits_scale.test.sample", model, tmp_path / "p")
+    assert float(r.stderr.split("=")[1].split("%")[0]) > 82.0   # linear Crammer-Singer: 86%
+    assert parse_model(model.read_text()) == m
+
+    # epsilon-SVR with B >= n: the certificate closes (exact coordinate ascent, soft threshold)
+    lines = (DATA / "cpusmall_scale.train.sample").read_text().splitlines(keepends=True)[:80]
+    small = tmp_path / "cpu80"
+    small.write_text("".join(lines))
+    block = data.load(str(small))
+    task = task_class("regression").from_training_data(block, str(small), {"p": 1.0})
+    res = train_budgeted(task, block, str(small), C=10.0, gamma=1.0, budget=80, epochs=400, p=1.0)
+    assert res.merges == 0 and res.primal - res.dual <= 1e-6 * res.primal
+
+
+BAD_OPTIONS = [
+    (["-B", "1"], "-B"),
+    (["--max-epochs", "3"], "--max-epochs"),
+    (["-t", "ranking"], "--task"),
+    (["--gamma", "-1"], "gamma"),
+    (["--merge-precision", "0.7"], "merge precision"),
+    (["--budget", "0"], "--budget"),
+    (["--epochs", "0"], "--epochs"),
+    (["--format", "liblinear"], "--format"),
+    (["-t", "multiclass", "--rescaling", "slack"], "--rescaling"),
+]
+
+
+@pytest.mark.parametrize("args, fragment", BAD_OPTIONS)
+def test_bad_options_exit_2(tmp_path, args, fragment):
+    model = tmp_path / "m"
+    r = run("train", "-m", "budgeted", *args, HEART, model)
+    assert r.exit_code == 2 and fragment in r.output and not model.exists(), r.output
+
+
+@pytest.mark.parametrize("flag", [["--budget", "10"], ["--epochs", "2"], ["--optimizer", "sgd"],
+                                  ["-g", "1"], ["--validation", str(HEART)]])
+def test_budgeted_options_need_the_mode(tmp_path, flag):
+    r = run("train", *flag, HEART, tmp_path / "m")
+    assert r.exit_code == 2 and "--mode budgeted" in r.output
+
+
+@pytest.fixture(scope="module")
+def good_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bm") / "m"
+    assert run("train", "-q", "-m", "budgeted", "--budget", "5", "--epochs", "1", HEART, path).exit_code == 0
+    return path.read_text().splitlines(keepends=True)
+
+
+def _alpha_line(lines):
+    return next(i for i, line in enumerate(lines) if line.startswith("alphas")) + 1
+
+
+def _sv_line(lines):
+    return next(i for i, line in enumerate(lines) if line.startswith("support_vectors")) + 1
+
+
+BAD_MODELS = [
+    ("index beyond features", lambda L, s: L[:s] + ["1.0 14:0.5\n"] + L[s + 1:], "outside 1..13"),
+    ("indices not increasing", lambda L, s: L[:s] + ["1.0 3:1 2:1\n"] + L[s + 1:], "not increasing"),
+    ("bad coefficient", lambda L, s: L[:s] + ["nan 3:1\n"] + L[s + 1:], "non-finite"),
+    ("bad feature", lambda L, s: L[:s] + ["1.0 3-1\n"] + L[s + 1:], "expected 'index:value'"),
+    ("count too small", lambda L, s: L[:s - 1] + ["support_vectors 1 4\n"] + L[s:], "expected 'alphas'"),
+    ("truncated", lambda L, s: L[:s] + L[s + 1:], "truncated: expected 5 support vectors, found 4"),
+    ("over budget", lambda L, s: [l.replace("budget 5", "budget 4") for l in L], "exceed the budget"),
+    ("bias", lambda L, s: [l.replace("bias none", "bias 1.0") for l in L], "no bias"),
+    ("missing gamma", lambda L, s: [l for l in L if not l.startswith("gamma")], "missing key gamma"),
+    ("weights body", lambda L, s: L[:s - 1] + ["weights dense 13\n"] + L[s:], "support vectors, not weights"),
+    ("sets", lambda L, s: L[:s - 1] + ["support_vectors 2 5 5\n"] + L[s:], "number of sets"),
+    ("alpha beyond the examples", lambda L, s: _edit_alpha(L, "271:1.0"), "outside 1..270"),
+    ("alpha zero", lambda L, s: _edit_alpha(L, "1:0.0"), "zero coefficient"),
+    ("alpha syntax", lambda L, s: _edit_alpha(L, "1=0.5"), "expected 'example:value'"),
+    ("alphas missing", lambda L, s: L[:_alpha_line(L) - 1] + ["end\n"], "expected 'alphas'"),
+]
+
+
+def _edit_alpha(lines, text):
+    a = _alpha_line(lines)
+    return lines[:a] + [text + "\n"] + lines[a + 1:]
+
+
+@pytest.mark.parametrize("name, edit, fragment", BAD_MODELS, ids=[b[0] for b in BAD_MODELS])
+def test_bad_model_files_exit_2(tmp_path, good_model, name, edit, fragment):
+    bad = tmp_path / "bad.model"
+    bad.write_text("".join(edit(list(good_model), _sv_line(good_model))))
+    out = tmp_path / "out"
+    for args in (["predict", HEART, bad, out], ["verify-bound", bad, HEART]):
+        r = run(*args)
+        assert r.exit_code == 2, (name, r.output)
+        assert f"{bad}:" in r.output and fragment in r.output, (name, r.output)
+    assert not out.exists()
