@@ -47,6 +47,8 @@ class ConstraintCache:
     n_w: int
     bias: Optional[float] = None
     stride: int = 1
+    nonneg: Optional[np.ndarray] = None   # per column of w: constrained to be >= 0 (Ramanan sec. 5)
+    alpha0: Optional[np.ndarray] = None   # the hot start `solve` takes when given none
 
     @classmethod
     def one_term(cls, indptr, indices, data, n_cols, row, scale, margin, group, C_group, bias=None):
@@ -74,7 +76,7 @@ class ConstraintCache:
                       self.term_offset, self.term_bias, self.margin, self.group, self.C_group, alpha,
                       n_cols=self.n_cols, n_w=self.n_w, bias=self.bias or 0.0,
                       has_bias=self.bias is not None, seed=seed, shrinking=shrinking,
-                      stride=self.stride)
+                      stride=self.stride, nonneg=self.nonneg)
 
 
 @dataclass
@@ -127,6 +129,8 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     with shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
     """
     start = time.perf_counter()
+    if alpha is None:
+        alpha = cache.alpha0
     engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
     records = []
     converged = False

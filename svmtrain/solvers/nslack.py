@@ -47,7 +47,7 @@ def _cache(problem, cons):
         tptr=cons.tptr, term_row=cons.term_row, term_scale=cons.term_scale,
         term_offset=cons.term_offset, term_bias=cons.term_bias, margin=cons.margin,
         group=cons.group, C_group=problem.C, n_w=problem.n_w, bias=problem.bias,
-        stride=problem.stride)
+        stride=problem.stride, nonneg=problem.nonneg, alpha0=cons.alpha0)
 
 
 # Each round re-solves the cache for at most this many epochs: the next oracle pass gives better
