@@ -146,7 +146,7 @@ class Controls:
         return {"class_weights": self.class_weights, "example_weights": self.weights_path,
                 "bias_reg": self.bias_reg, "nonneg": self.nonneg,
                 "reg_scale": self.reg_scale or None,
-                "prior": None if self.prior is None else np.asarray(self.prior).ravel()}
+                "prior": None if self.prior is None else _nonzeros(self.prior)}
 
     @classmethod
     def from_model(cls, model, weights_path=None):
@@ -164,6 +164,13 @@ class Controls:
         if bias is None or self.bias_reg is None:
             return bias
         return bias / np.sqrt(self.bias_reg)
+
+
+def _nonzeros(w):
+    """A dense w0 as the model file's table {flat index: value} (bit patterns: -0.0 is kept)."""
+    flat = np.ascontiguousarray(w, dtype=np.float64).ravel()
+    nz = np.flatnonzero(flat.view(np.int64))
+    return dict(zip(nz.tolist(), flat[nz].tolist())) or None
 
 
 def resolve_class_weights(pairs, balanced, task, block, path):
@@ -370,3 +377,41 @@ class ControlledTask:
 
     def costs(self, block, C):
         return self.task.costs(block, C)
+
+
+# -- verify-bound --------------------------------------------------------------------------------
+
+def model_controls(model):
+    """The controls a model was trained with (None when it records none)."""
+    if not any(getattr(model, k, None) is not None for k in
+               ("class_weights", "example_weights", "bias_reg", "nonneg", "reg_scale", "prior")):
+        return None
+    prior = None
+    if model.prior is not None:
+        prior = np.zeros(np.size(model.w))
+        for j, v in model.prior.items():
+            prior[j] = v
+        prior = prior.reshape(np.shape(model.w))
+    weights = None if model.example_weights is None else read_example_weights(model.example_weights)
+    return Controls(class_weights=model.class_weights, example_weights=weights,
+                    weights_path=model.example_weights, bias_reg=model.bias_reg,
+                    nonneg=model.nonneg, reg_scale=model.reg_scale, prior=prior,
+                    zero_based=model.index_base == 0)
+
+
+def certified_objective(model, task, data_path):
+    """(task, w, geometry, prepare) for pricing the objective a model was trained to: the plain
+    task and w, or the controlled task, w_hat = R (w - w0) and the data path's preparer. Raises
+    ControlError when the model breaks its own non-negativity constraints."""
+    from svmtrain.tasks.base import Geometry
+    w = task.solver_weights(model.w)
+    controls = model_controls(model)
+    if controls is None:
+        return task, w, Geometry(model.n_features, model.bias), None
+    geometry = Geometry(model.n_features, controls.hat_bias(model.bias))
+    ctask = ControlledTask(task, controls, model.bias)
+    _, _, mask = ctask.layout(geometry)
+    if mask is not None and np.any(w[mask] < 0):
+        raise ControlError(f"the model has negative weights where it records nonneg "
+                           f"{controls.nonneg}: it is not a solution of its own problem")
+    return ctask, ctask.to_hat(w, geometry), geometry, BlockPreparer(controls, data_path)

@@ -34,7 +34,7 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     from svmtrain.engine import relative_gap
     from svmtrain.model import read_model
     from svmtrain.tasks import task_class
-    from svmtrain.tasks.base import Geometry
+    from svmtrain.controls import ControlError, certified_objective
 
     model = read_model(model_file)
     if model.dual is None or model.C is None:
@@ -43,12 +43,20 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     if tol is None:
         tol = model.epsilon
     task = task_class(model.task).from_model(model)
-    acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
-                                      Geometry(model.n_features, model.bias), model.C, data_file)
+    # the objective the model was trained to (its controls: weights, scales, prior, nonneg)
+    try:
+        task, w, geometry, prepare = certified_objective(model, task, data_file)
+    except ControlError as e:
+        raise InputError(f"{model_file}: {e}") from None
+    acc = objective.PrimalAccumulator(task, w, geometry, model.C, data_file)
     with byte_progress(data_file, quiet, "verifying") as progress:
         blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
+        if prepare is not None:
+            blocks = (prepare(b, task.grouping) for b in blocks)
         for block in data.whole_examples(blocks, task.grouping):
             acc.add(block)
+    if prepare is not None:
+        prepare.finish()
     P = acc.value()
     D = model.dual
     gap = P.primal - D
