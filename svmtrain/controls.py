@@ -217,10 +217,10 @@ class BlockPreparer:
         n = block.n_rows
         if c.example_weights is not None:
             if self.rows + n > len(c.example_weights):
-                raise DataError(c.weights_path, None,
+                missing = int(block.line[len(c.example_weights) - self.rows])
+                raise DataError(c.weights_path, len(c.example_weights) + 1,
                                 f"has {len(c.example_weights)} weights but {self.data_path} has "
-                                f"more examples (line {int(block.line[len(c.example_weights) - self.rows])} "
-                                f"has none)")
+                                f"more examples (line {missing} has none)")
             w = c.example_weights[self.rows:self.rows + n]
             if grouping != "row":
                 self._check_groups(block, w)
