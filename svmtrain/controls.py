@@ -31,7 +31,7 @@ bound on w_hat_k is -sqrt(r_k) w0_k: it stays 0 when the prior is 0 on the const
 which is required.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -137,6 +137,7 @@ class Controls:
     reg_scale: Optional[dict] = None         # 0-based feature -> r
     prior: Optional[np.ndarray] = None       # w0 in the model's layout (shape of model.w)
     zero_based: bool = False
+    prior_model: object = None               # the --prior Model, until w0 is laid out
 
     @property
     def reparametrized(self):
@@ -147,17 +148,6 @@ class Controls:
                 "bias_reg": self.bias_reg, "nonneg": self.nonneg,
                 "reg_scale": self.reg_scale or None,
                 "prior": None if self.prior is None else _nonzeros(self.prior)}
-
-    @classmethod
-    def from_model(cls, model, weights_path=None):
-        path = weights_path or model.example_weights
-        prior = None
-        if model.prior is not None:
-            prior = np.asarray(model.prior, dtype=np.float64).reshape(np.shape(model.w))
-        return cls(class_weights=model.class_weights, bias_reg=model.bias_reg, nonneg=model.nonneg,
-                   reg_scale=model.reg_scale, prior=prior, weights_path=path,
-                   example_weights=None if path is None else read_example_weights(path),
-                   zero_based=model.index_base == 0)
 
     def hat_bias(self, bias):
         """The bias feature's value in the reparametrized data: B / sqrt(r_bias)."""
@@ -381,7 +371,7 @@ class ControlledTask:
 
 # -- verify-bound --------------------------------------------------------------------------------
 
-def model_controls(model):
+def model_controls(model, weights_path=None):
     """The controls a model was trained with (None when it records none)."""
     if not any(getattr(model, k, None) is not None for k in
                ("class_weights", "example_weights", "bias_reg", "nonneg", "reg_scale", "prior")):
@@ -392,20 +382,24 @@ def model_controls(model):
         for j, v in model.prior.items():
             prior[j] = v
         prior = prior.reshape(np.shape(model.w))
-    weights = None if model.example_weights is None else read_example_weights(model.example_weights)
+    if model.example_weights is None:
+        weights_path = None
+    elif weights_path is None:
+        weights_path = model.example_weights
+    weights = None if weights_path is None else read_example_weights(weights_path)
     return Controls(class_weights=model.class_weights, example_weights=weights,
-                    weights_path=model.example_weights, bias_reg=model.bias_reg,
+                    weights_path=weights_path, bias_reg=model.bias_reg,
                     nonneg=model.nonneg, reg_scale=model.reg_scale, prior=prior,
                     zero_based=model.index_base == 0)
 
 
-def certified_objective(model, task, data_path):
+def certified_objective(model, task, data_path, weights_path=None):
     """(task, w, geometry, prepare) for pricing the objective a model was trained to: the plain
     task and w, or the controlled task, w_hat = R (w - w0) and the data path's preparer. Raises
     ControlError when the model breaks its own non-negativity constraints."""
     from svmtrain.tasks.base import Geometry
     w = task.solver_weights(model.w)
-    controls = model_controls(model)
+    controls = model_controls(model, weights_path)
     if controls is None:
         return task, w, Geometry(model.n_features, model.bias), None
     geometry = Geometry(model.n_features, controls.hat_bias(model.bias))

@@ -348,3 +348,38 @@ def test_state_files_are_validated(tmp_path):
     np.savez(version, **arrays)
     _, code, out = train(tmp_path, "--warm-start", version, ok=False)
     assert code == 2 and "unsupported state format version" in out
+
+
+def test_model_files_record_the_controls_and_read_back_exactly(tmp_path):
+    from svmtrain.model import ModelError, parse_model, write_model
+    prior, _, _ = train(tmp_path, "-B", "1", name="prior")
+    scale = tmp_path / "scale"
+    scale.write_text("2:4\n")
+    wfile = tmp_path / "w"
+    wfile.write_text("1.5\n" * 270)
+    model, _, _ = train(tmp_path, "-B", "1", "--bias-reg", "0.5", "--prior", prior, "--reg-scale",
+                        scale, "--weights", wfile, "-w", "1", "2", "-e", "1e-3")
+    m = read_model(model)
+    again = tmp_path / "again"
+    write_model(m, again)
+    assert read_model(again) == m and again.read_text() == model.read_text()
+    text = model.read_text()
+    assert "class_weights -1:1.0 1:2.0\n" in text and "bias_reg 0.5\n" in text
+    # the prior's bound on w - w0 would not be 0: refused, not silently wrong
+    _, code, out = train(tmp_path, "-B", "1", "--prior", prior, "--nonneg", "3-4", ok=False)
+    assert code == 2 and "the prior must be 0 on the constrained weights" in out
+    nn, _, _ = train(tmp_path, "--nonneg", "3-4", "-e", "1e-3", name="nn")
+    assert "nonneg 3-4\n" in nn.read_text()
+    bad = text.replace("class_weights -1:1.0 1:2.0", "class_weights -1:1.0 1:-2.0")
+    with pytest.raises(ModelError, match=r":\d+: class_weights: .* must be > 0"):
+        parse_model(bad, "bad")
+    # predict needs no extra flag; verify-bound takes the weights file the model names, or another
+    code, out = run("predict", "-q", SAMPLE, model, tmp_path / "out")
+    assert code == 0, out
+    other = tmp_path / "w2"
+    other.write_text("1.5\n" * 270)
+    code, out = run("verify-bound", "-q", "--weights", other, model, SAMPLE)
+    assert code == 0, out
+    wfile.unlink()
+    code, out = run("verify-bound", "-q", model, SAMPLE)
+    assert code == 2 and str(wfile) in out

@@ -14,9 +14,12 @@ from svmtrain.cli.options import InputError, byte_progress, data_path, json_opti
 @data_path(name="data_file")
 @click.option("--tol", type=float, default=None,
               help="Largest acceptable relative gap (P-D)/P (default: the model's epsilon).")
+@click.option("--weights", "weights_file", type=click.Path(dir_okay=False), default=None,
+              help="The example weights file of a model trained with --weights (default: the "
+                   "file the model names).")
 @json_option
 @quiet_option
-def verify_bound(model_file, data_file, tol, as_json, quiet):
+def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet):
     """Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the
     model's dual D, a lower bound on the optimum: OPT lies in [D, P].
 
@@ -25,11 +28,11 @@ def verify_bound(model_file, data_file, tol, as_json, quiet):
     if tol is not None and not (tol >= 0 and math.isfinite(tol)):
         raise click.BadParameter(f"must be a non-negative number, got {tol}", param_hint="--tol")
     with user_errors():
-        ok = _verify(model_file, data_file, tol, as_json, quiet)
+        ok = _verify(model_file, data_file, tol, as_json, quiet, weights_file)
     sys.exit(0 if ok else 1)
 
 
-def _verify(model_file, data_file, tol, as_json, quiet):
+def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None):
     from svmtrain import data, objective
     from svmtrain.engine import relative_gap
     from svmtrain.model import read_model
@@ -45,7 +48,7 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     task = task_class(model.task).from_model(model)
     # the objective the model was trained to (its controls: weights, scales, prior, nonneg)
     try:
-        task, w, geometry, prepare = certified_objective(model, task, data_file)
+        task, w, geometry, prepare = certified_objective(model, task, data_file, weights_file)
     except ControlError as e:
         raise InputError(f"{model_file}: {e}") from None
     acc = objective.PrimalAccumulator(task, w, geometry, model.C, data_file)
