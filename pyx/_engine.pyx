@@ -31,6 +31,15 @@ The pair step is taken when the group is at its bound and j wants to grow; k is 
 constraint (a_k > 0) with the smallest gradient. For a group of one constraint this is exactly
 LIBLINEAR's dual coordinate descent for the L1-loss SVM (Hsieh et al. 2008, Alg. 1).
 
+Non-negativity (Ramanan sec. 5, `nonneg`: a mask of columns with w_k >= 0). The Lagrangian gains
+-beta . w (beta >= 0), so w = v + beta with v = sum_c a_c x_c, and for fixed alpha the best beta is
+max(0, -v): w = max(v, 0) on the masked columns. The dual, maximised over beta, is
+D(a) = -1/2 ||w||^2 + sum_c l_c a_c with that clipped w (beta_k w_k = 0), so the bounds below hold
+unchanged. A step moves w linearly with beta held fixed (the paper's alternation: the single and
+pair steps above are exact for fixed beta), then beta's exact step re-clips the columns the step
+touched (_reclip, which keeps beta = w - v and est_ww up to date); the gradient l_c - w.x_c of the
+concave reduced dual is the one the steps use, so shrinking and the stopping rule are unchanged.
+
 Shrinking follows LIBLINEAR (Hsieh et al. 2008, sec. 3.2): a constraint at a = 0 whose gradient is
 below -M, M being the largest violation seen in the previous epoch, leaves the active set; so does a
 one-constraint group at its bound whose gradient is above M. The caller decides when to stop, on the
