@@ -62,6 +62,18 @@ class ConstraintCache:
                    np.broadcast_to(np.bool_(bias is not None), (n,)), margin, group, C_group,
                    int(n_cols) + (bias is not None), bias)
 
+    @classmethod
+    def from_problem(cls, problem, cons):
+        """The cache of constraints `cons` (svmtrain.tasks.base.Constraints) over a task's Problem:
+        its row store, C_i, layout and non-negativity mask; `cons.alpha0` as the hot start. Every
+        solver builds its caches here, so the training controls reach every mode."""
+        return cls(indptr=problem.indptr, indices=problem.indices, data=problem.data,
+                   n_cols=problem.n_cols, tptr=cons.tptr, term_row=cons.term_row,
+                   term_scale=cons.term_scale, term_offset=cons.term_offset,
+                   term_bias=cons.term_bias, margin=cons.margin, group=cons.group,
+                   C_group=problem.C, n_w=problem.n_w, bias=problem.bias, stride=problem.stride,
+                   nonneg=problem.nonneg, alpha0=cons.alpha0)
+
     @property
     def n_constraints(self):
         return len(self.tptr) - 1

@@ -231,6 +231,7 @@ def test_bias_reg_towards_zero_tends_to_the_unregularized_bias(tmp_path):
     assert steps[2] < steps[1] < steps[0]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_class_weights_agree_with_liblinear_wi(shared, tmp_path):
     """LinearSVC(loss='hinge', class_weight) is LIBLINEAR -s 3 -wi: the same primal to 1e-4."""
     from sklearn.svm import LinearSVC
@@ -383,3 +384,165 @@ def test_model_files_record_the_controls_and_read_back_exactly(tmp_path):
     wfile.unlink()
     code, out = run("verify-bound", "-q", model, SAMPLE)
     assert code == 2 and str(wfile) in out
+
+
+# -- structured tasks: a brute force over the listed constraints ---------------------------------
+
+def dense_constraints(task, block, path, C, bias=None):
+    """The listed constraints of a task as a dense matrix (solver layout), margins, groups, C_g."""
+    from svmtrain.tasks.base import Geometry
+    geometry = Geometry(block.n_features, bias)
+    problem = task.problem(block, path, C, geometry)
+    cons = task.all_constraints(problem, block)
+    M = np.zeros((cons.size, problem.n_w))
+    for c in range(cons.size):
+        for t in range(cons.tptr[c], cons.tptr[c + 1]):
+            r, o, s = cons.term_row[t], cons.term_offset[t], cons.term_scale[t]
+            a, b = problem.indptr[r], problem.indptr[r + 1]
+            np.add.at(M[c], o + problem.stride * problem.indices[a:b], s * problem.data[a:b])
+            if bias is not None and cons.term_bias[t]:
+                M[c, o + problem.stride * problem.n_cols] += s * bias
+    return M, cons.margin, cons.group, problem.C, geometry
+
+
+def brute_force_groups(M, l, group, C_g, r=None, w0=None, mask=None, iters=80000):
+    """max_{a, beta} sum l a - (u + beta).w0 - 1/2 sum (u + beta)^2 / r, u = M'a, with a >= 0,
+    sum of a over a group <= C_g, beta >= 0 on the masked columns (0 elsewhere): FISTA with exact
+    projections. The primal of w = w0 + (u + beta)/r certifies how far it got."""
+    m, n = M.shape
+    r = np.ones(n) if r is None else r
+    w0 = np.zeros(n) if w0 is None else w0
+    mask = np.zeros(n, bool) if mask is None else mask
+    A = np.vstack([M, np.diag(mask.astype(float))]) / np.sqrt(r)     # z -> (u + beta) / sqrt(r)
+    L = np.linalg.norm(A, 2) ** 2
+
+    sizes = np.bincount(group, minlength=len(C_g))
+    assert np.all(group == np.repeat(np.arange(len(C_g)), sizes)) and np.all(sizes == sizes[0])
+    k = sizes[0]                               # groups of k consecutive constraints
+
+    def project(z):
+        V = z[:m].reshape(-1, k)
+        S = -np.sort(-V, axis=1)               # the capped simplex, row by row
+        css = np.cumsum(S, axis=1) - C_g[:, None]
+        cond = S - css / np.arange(1, k + 1) > 0
+        rho = k - 1 - np.argmax(cond[:, ::-1], axis=1)
+        theta = css[np.arange(len(C_g)), rho] / (rho + 1)
+        over = np.maximum(V, 0.0).sum(axis=1) > C_g
+        a = np.where(over[:, None], np.maximum(V - theta[:, None], 0.0), np.maximum(V, 0.0))
+        return np.concatenate([a.ravel(), np.where(mask, np.maximum(z[m:], 0.0), 0.0)])
+
+    def weights(z):
+        return w0 + (M.T @ z[:m] + z[m:]) / r
+
+    z = y = np.zeros(m + n)
+    t = 1.0
+    for _ in range(iters):
+        w = weights(y)
+        grad = np.concatenate([l - M @ w, -w])
+        z_next = project(y + grad / L)
+        t_next = (1 + np.sqrt(1 + 4 * t * t)) / 2
+        y = z_next + (t - 1) / t_next * (z_next - z)
+        z, t = z_next, t_next
+    w = weights(z)
+    s = M.T @ z[:m] + z[m:]
+    dual = l @ z[:m] - s @ w0 - 0.5 * np.sum(s * s / r)
+    hinge = np.zeros(len(C_g))
+    np.maximum.at(hinge, group, l - M @ w)
+    primal = 0.5 * np.sum(r * (w - w0) ** 2) + C_g @ np.maximum(hinge, 0.0)
+    return dual, primal, w
+
+
+def test_multiclass_controls_match_the_brute_force(tmp_path):
+    """Crammer-Singer on 40 digits, 6 features, 4 classes: class weights, nonneg on the shared-row
+    engine path, per-feature scale and bias regularization, against FISTA on the dual."""
+    from svmtrain.tasks import task_class
+    lines = []
+    for line in open("data/pendigits_scale.train.sample"):
+        parts = line.split()
+        if parts[0] in ("0", "1", "2", "3"):
+            lines.append(" ".join([parts[0]] + [p for p in parts[1:] if int(p.split(":")[0]) <= 6]))
+        if len(lines) == 40:
+            break
+    path = tmp_path / "digits"
+    path.write_text("\n".join(lines) + "\n")
+    scale = tmp_path / "scale"
+    scale.write_text("2:3\n5:0.5\n")
+    model, _, _ = train(tmp_path, "-t", "multiclass", "-B", "1", "--bias-reg", "0.5", "-w", "2", "2",
+                        "--nonneg", "1-3,bias", "--reg-scale", scale, data_file=path)
+    m = read_model(model)
+    block = data.load(str(path))
+    task = task_class("multiclass").from_training_data(block, str(path))
+    block.cost *= np.where(block.target == 2, 2.0, 1.0)
+    M, l, group, C_g, geometry = dense_constraints(task, block, str(path), 1.0, bias=1.0)
+    width = geometry.width
+    r_model = np.ones((task.K, width))
+    r_model[:, 1], r_model[:, 4], r_model[:, -1] = 3.0, 0.5, 0.5
+    mask_model = np.zeros((task.K, width), bool)
+    mask_model[:, [0, 1, 2, width - 1]] = True
+    r = task.solver_weights(r_model)
+    mask = task.solver_weights(mask_model.astype(float)) != 0
+    D, P, w = brute_force_groups(M, l, group, C_g, r=r, mask=mask)
+    assert P - D <= 1e-6 * P                                   # the brute force is solved
+    assert m.dual <= P * (1 + 1e-9) and m.primal >= D * (1 - 1e-9)
+    assert m.primal - m.dual <= 1e-5 * m.primal
+    assert np.all(m.w[mask_model] >= 0)
+    assert np.allclose(task.solver_weights(m.w), w, atol=2e-3)
+    assert certified(model, path)["certified"]
+
+
+def _first_lines(src, n, dst):
+    dst.write_text("".join(open(src).readlines()[:n]))
+    return dst
+
+
+def test_regression_prior_and_weights_match_the_brute_force(tmp_path):
+    from svmtrain.tasks import task_class
+    path = _first_lines("data/cpusmall_scale.train.sample", 50, tmp_path / "cpu")
+    prior, _, _ = train(tmp_path, "-t", "regression", name="prior",
+                        data_file=_first_lines("data/cpusmall_scale.train.sample", 20, tmp_path / "c20"))
+    weights = np.round(np.linspace(0.5, 2.0, 50), 3)
+    wfile = tmp_path / "w"
+    wfile.write_text("".join(f"{v}\n" for v in weights))
+    scale = tmp_path / "scale"
+    scale.write_text("1:4\n7:0.5\n")
+    model, _, _ = train(tmp_path, "-t", "regression", "--prior", prior, "--weights", wfile,
+                        "--reg-scale", scale, data_file=path)
+    m = read_model(model)
+    block = data.load(str(path))
+    task = task_class("regression").from_training_data(block, str(path), {"p": 0.1})
+    block.cost *= weights
+    M, l, group, C_g, geometry = dense_constraints(task, block, str(path), 1.0)
+    r = np.ones(geometry.width)
+    r[0], r[6] = 4.0, 0.5
+    w0 = np.zeros(geometry.width)
+    pw = read_model(prior).w
+    w0[:min(len(pw), len(w0))] = pw[:len(w0)]
+    D, P, w = brute_force_groups(M, l, group, C_g, r=r, w0=w0)
+    assert P - D <= 1e-6 * P
+    assert m.dual <= P * (1 + 1e-9) and m.primal >= D * (1 - 1e-9)
+    assert m.primal - m.dual <= 1e-5 * m.primal
+    assert certified(model, path)["certified"]
+
+
+def test_ranking_nonneg_and_query_weights_match_the_brute_force(tmp_path):
+    from svmtrain.tasks import task_class
+    path = _first_lines("data/ohsumed.train.sample", 60, tmp_path / "q")
+    qids = [line.split()[1] for line in open(path)]
+    per_query = {q: 0.5 + (i % 3) for i, q in enumerate(dict.fromkeys(qids))}
+    wfile = tmp_path / "w"
+    wfile.write_text("".join(f"{per_query[q]}\n" for q in qids))
+    model, _, _ = train(tmp_path, "-t", "ranking", "--nonneg", "1-20", "--weights", wfile,
+                        data_file=path)
+    m = read_model(model)
+    block = data.load(str(path))
+    task = task_class("ranking").from_training_data(block, str(path))
+    block.cost *= np.array([per_query[q] for q in qids])
+    M, l, group, C_g, geometry = dense_constraints(task, block, str(path), 1.0)
+    mask = np.zeros(geometry.width, bool)
+    mask[:20] = True
+    D, P, w = brute_force_groups(M, l, group, C_g, mask=mask)
+    assert P - D <= 1e-6 * P
+    assert m.dual <= P * (1 + 1e-9) and m.primal >= D * (1 - 1e-9)
+    assert m.primal - m.dual <= 1e-5 * m.primal
+    assert np.all(m.w[:20] >= 0) and np.sum(w[:20] == 0) >= 1
+    assert certified(model, path)["certified"]
