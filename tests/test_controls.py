@@ -285,6 +285,12 @@ def test_every_listed_task_takes_weights_and_certifies(tmp_path):
     for task, path, extra in cases:
         model, _, _ = train(tmp_path, "-t", task, "-e", "1e-3", *extra, name=task, data_file=path)
         assert certified(model, path)["certified"], task
+    # a prior on the emissions and the transitions of a sequence model (cutting planes)
+    path = "data/conll2000.train.svm"
+    model, _, _ = train(tmp_path, "-t", "sequence", "-e", "1e-2", "--prior", tmp_path / "sequence",
+                        "--reg-scale", scale, name="seq-prior", data_file=path)
+    m = read_model(model)
+    assert len(m.prior) > 1000 and certified(model, path)["certified"]
 
 
 def test_query_lines_must_agree_on_their_weight(tmp_path):
@@ -488,6 +494,19 @@ def test_multiclass_controls_match_the_brute_force(tmp_path):
     assert np.all(m.w[mask_model] >= 0)
     assert np.allclose(task.solver_weights(m.w), w, atol=2e-3)
     assert certified(model, path)["certified"]
+    # and towards that model as a prior, with the scale (no constraint: the prior is not 0 there)
+    again, _, _ = train(tmp_path, "-t", "multiclass", "-B", "1", "--prior", model, "--reg-scale",
+                        scale, "-c", "4", name="again", data_file=path)
+    a = read_model(again)
+    w0 = task.solver_weights(m.w)
+    r_model[:, -1] = 1.0
+    block.cost /= np.where(block.target == 2, 2.0, 1.0)
+    M, l, group, C_g, geometry = dense_constraints(task, block, str(path), 4.0, bias=1.0)
+    D, P, w = brute_force_groups(M, l, group, C_g, r=task.solver_weights(r_model), w0=w0)
+    assert P - D <= 1e-6 * P
+    assert a.dual <= P * (1 + 1e-9) and a.primal >= D * (1 - 1e-9)
+    assert a.primal - a.dual <= 1e-5 * a.primal
+    assert certified(again, path)["certified"]
 
 
 def _first_lines(src, n, dst):
