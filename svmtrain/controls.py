@@ -104,8 +104,10 @@ def read_reg_scale(path, zero_based=False):
 
 def parse_nonneg(spec, zero_based=False):
     """`1-10,15`, `all` (every feature weight) and `bias`, comma-separated, as data-file indices.
-    Returns (ranges as 0-based [lo, hi] pairs, with_all, with_bias); ValueError when malformed."""
-    base = 0 if zero_based else 1
+    Returns (ranges as 0-based [lo, hi] pairs, with_all, with_bias); ValueError when malformed.
+    zero_based=None checks the syntax only (indices from 0 accepted, nothing said of the base)."""
+    syntax_only = zero_based is None
+    base = 0 if zero_based or syntax_only else 1
     ranges, every, bias = [], False, False
     for part in spec.split(","):
         part = part.strip()
@@ -117,8 +119,9 @@ def parse_nonneg(spec, zero_based=False):
             lo, _, hi = part.partition("-")
             hi = hi or lo
             if not (lo.isdigit() and hi.isdigit()) or int(lo) < base or int(hi) < int(lo):
-                raise ValueError(f"bad range {part!r}: expected N, N-M (N <= M, indices from "
-                                 f"{base}), 'all' or 'bias'")
+                where = "" if syntax_only else f", indices from {base}"
+                raise ValueError(f"bad range {part!r}: expected N, N-M (N <= M{where}), 'all' or "
+                                 f"'bias'")
             ranges.append((int(lo) - base, int(hi) - base))
     return ranges, every, bias
 
@@ -138,6 +141,7 @@ class Controls:
     prior: Optional[np.ndarray] = None       # w0 in the model's layout (shape of model.w)
     zero_based: bool = False
     prior_model: object = None               # the --prior Model, until w0 is laid out
+    state: object = None                     # the --warm-start State (svmtrain.state)
 
     @property
     def reparametrized(self):

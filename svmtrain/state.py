@@ -104,8 +104,11 @@ def load_state(path):
         raise StateError(path, "no such file") from None
     except OSError as e:
         raise StateError(path, f"cannot read: {e.strerror or e}") from None
-    except Exception as e:       # not an npz (zip) archive, or a corrupt one
-        raise StateError(path, f"not a state file (.npz): {e}") from None
+    except Exception:            # not an npz (zip) archive, or a corrupt one
+        raise StateError(path, "not a state file (an .npz archive written by --save-state)") from None
+    bad = [k for k, v in arrays.items() if not isinstance(v, np.ndarray) or v.dtype.kind == "O"]
+    if bad:
+        raise StateError(path, f"not a state file: {bad[0]!r} is not a numpy array")
     mode = arrays.get("mode")
     if mode is not None and mode.shape == () and str(mode) != MODE:
         raise StateError(path, f"the state is from the {str(mode)} mode; this training runs "

@@ -565,3 +565,27 @@ def test_ranking_nonneg_and_query_weights_match_the_brute_force(tmp_path):
     assert m.primal - m.dual <= 1e-5 * m.primal
     assert np.all(m.w[:20] >= 0) and np.sum(w[:20] == 0) >= 1
     assert certified(model, path)["certified"]
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda a: a.update(alpha=-a["alpha"] - 1), "alphas finite and >= 0"),
+    (lambda a: a.update(alpha=a["alpha"][:-1]), "one length"),
+    (lambda a: a.update(group=a["group"].astype(float)), "integers"),
+    (lambda a: a.update(group=a["group"] + 10**6), "outside [0, examples)"),
+    (lambda a: a.update(C=np.array([1.0, 2.0])), "single value"),
+    (lambda a: a.pop("key"), "missing key"),
+    (lambda a: a.update(mode=np.str_("1-slack")), "from the 1-slack mode"),
+    (lambda a: a.update(task=np.str_("ranking")), "for the ranking task"),
+    (lambda a: a.update(alpha=np.array(["x"] * len(a["alpha"]))), "floats"),
+])
+def test_damaged_state_files_exit_2(tmp_path, change, says):
+    state = tmp_path / "s.npz"
+    train(tmp_path, "--save-state", state)
+    with np.load(state) as z:
+        arrays = dict(z)
+    change(arrays)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **arrays)
+    _, code, out = train(tmp_path, "--warm-start", bad, name="m2", ok=False)
+    assert code == 2 and says in out, out
+    assert not (tmp_path / "m2").exists()

@@ -1,6 +1,7 @@
 """The training-control options of `svmtrain train` (svmtrain.controls does the work)."""
 
 import math
+import os
 
 import click
 import numpy as np
@@ -23,13 +24,12 @@ def _positive(ctx, param, value):
 
 
 def _nonneg_spec(ctx, param, value):
+    """The syntax here; the index base (--zero-based or not) is checked in read_controls."""
     if value is not None:
         from svmtrain.controls import parse_nonneg
         try:
-            parse_nonneg(value)        # 1-based check here; --zero-based rechecks in read_controls
+            parse_nonneg(value, zero_based=None)
         except ValueError as e:
-            if not value.replace("0", "").strip(",-"):   # a zero index may be fine with --zero-based
-                return value
             raise click.BadParameter(str(e)) from None
     return value
 
@@ -111,6 +111,15 @@ def read_controls(task_name, zero_based, c):
             parse_nonneg(c["nonneg"], zero_based)
         except ValueError as e:
             raise InputError(f"--nonneg: {e}") from None
+    state = c["save_state_file"]
+    if state and not os.path.isdir(os.path.dirname(os.path.abspath(state))):
+        raise InputError(f"--save-state {state}: no such directory")
+    if c["warm_start_file"]:
+        from svmtrain.state import StateError, load_state
+        try:
+            controls.state = load_state(c["warm_start_file"])
+        except StateError as e:
+            raise InputError(str(e)) from None
     if c["weights_file"]:
         controls.example_weights = read_example_weights(c["weights_file"])
         controls.weights_path = c["weights_file"]
@@ -187,14 +196,13 @@ class ControlledRun:
             self.task.layout(Geometry(block.n_features, self.solver_bias))
         except ControlError as e:
             raise InputError(str(e)) from None
-        if c["warm_start_file"]:
-            from svmtrain.state import StateError, load_state
+        if controls.state is not None:
+            from svmtrain.state import StateError
             try:
-                state = load_state(c["warm_start_file"])
-                self.warning = state.check(task.name, block)
+                self.warning = controls.state.check(task.name, block)
             except StateError as e:
                 raise InputError(str(e)) from None
-            self.task.start_alpha = state.start_alpha(C)
+            self.task.start_alpha = controls.state.start_alpha(C)
 
     def finish(self, result):
         """The solver's w_hat back to the model's w; the certificate priced at the stored w."""
