@@ -82,6 +82,12 @@ def read_example_weights(path):
     return np.asarray(values)
 
 
+def weights_crc32(weights):
+    """The fingerprint a model keeps of its example weights (their float64 values)."""
+    import zlib
+    return zlib.crc32(np.ascontiguousarray(weights, dtype=np.float64).tobytes())
+
+
 def read_reg_scale(path, zero_based=False):
     """`index:value` per line: feature index (as in the data files) -> r > 0. 0-based dict."""
     base = 0 if zero_based else 1
@@ -149,6 +155,8 @@ class Controls:
 
     def model_fields(self):
         return {"class_weights": self.class_weights, "example_weights": self.weights_path,
+                "example_weights_crc32": (None if self.example_weights is None
+                                          else weights_crc32(self.example_weights)),
                 "bias_reg": self.bias_reg, "nonneg": self.nonneg,
                 "reg_scale": self.reg_scale or None,
                 "prior": None if self.prior is None else _nonzeros(self.prior)}
@@ -391,6 +399,10 @@ def model_controls(model, weights_path=None):
     elif weights_path is None:
         weights_path = model.example_weights
     weights = None if weights_path is None else read_example_weights(weights_path)
+    if weights is not None and model.example_weights_crc32 is not None \
+            and weights_crc32(weights) != model.example_weights_crc32:
+        raise DataError(weights_path, None, "these are not the example weights the model was "
+                                            "trained with (their checksum differs)")
     return Controls(class_weights=model.class_weights, example_weights=weights,
                     weights_path=weights_path, bias_reg=model.bias_reg,
                     nonneg=model.nonneg, reg_scale=model.reg_scale, prior=prior,

@@ -123,6 +123,7 @@ class Model:
     # training controls (svmtrain.controls); None when not used
     class_weights: Optional[dict] = None     # label -> weight: C of its examples is weight * C
     example_weights: Optional[str] = None    # the --weights file (one weight per example)
+    example_weights_crc32: Optional[int] = None   # of its values (float64): a changed file is refused
     bias_reg: Optional[float] = None         # regularization factor of the bias weights
     nonneg: Optional[str] = None             # weights constrained >= 0 (feature ranges, all, bias)
     reg_scale: Optional[dict] = None         # 0-based feature -> r: 1/2 r (w - w0)^2 regularizer
@@ -431,13 +432,15 @@ HEADER_KEYS = (
     # training controls: written only when used
     _Key("class_weights", "class_weights", _pairs_kind("label", 0.0)),
     _Key("example_weights", "example_weights", _Kind(lambda t: _check_path(" ".join(t)), _check_path, str)),
+    _Key("example_weights_crc32", "example_weights_crc32", _int_kind(lo=0)),
     _Key("bias_reg", "bias_reg", _real_kind(lo=0.0, strict=True)),
     _Key("nonneg", "nonneg", _Kind(lambda t: _check_spec(_single(t)), _check_spec, str)),
     _Key("reg_scale", "reg_scale", _pairs_kind("index", 0.0)),
     _Key("prior", "prior", _pairs_kind("index", None)),
 )
 #: keys a model has only when the option was used (any task)
-_OPTIONAL_KEYS = frozenset(("class_weights", "example_weights", "bias_reg", "nonneg", "reg_scale", "prior"))
+_OPTIONAL_KEYS = frozenset(("class_weights", "example_weights", "example_weights_crc32", "bias_reg",
+                            "nonneg", "reg_scale", "prior"))
 _KEYS = {k.name: k for k in HEADER_KEYS}
 _TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
 

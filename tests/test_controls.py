@@ -384,9 +384,12 @@ def test_model_files_record_the_controls_and_read_back_exactly(tmp_path):
     code, out = run("predict", "-q", SAMPLE, model, tmp_path / "out")
     assert code == 0, out
     other = tmp_path / "w2"
-    other.write_text("1.5\n" * 270)
+    other.write_text("1.50\n" * 270)              # the same values
     code, out = run("verify-bound", "-q", "--weights", other, model, SAMPLE)
     assert code == 0, out
+    other.write_text("1.5\n" * 269 + "2\n")       # other values: another objective, refused
+    code, out = run("verify-bound", "-q", "--weights", other, model, SAMPLE)
+    assert code == 2 and "not the example weights the model was trained with" in out
     wfile.unlink()
     code, out = run("verify-bound", "-q", model, SAMPLE)
     assert code == 2 and str(wfile) in out
