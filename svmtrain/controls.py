@@ -285,6 +285,7 @@ class ControlledTask:
         self._layout = None
         self.listed = None            # the last listed constraints (for --save-state)
         self.start_alpha = None       # hot start of the listed constraints (--warm-start)
+        self.needs_listing = None     # the option that needs them listed, if any
 
     def __getattr__(self, name):
         return getattr(self.task, name)
@@ -362,6 +363,11 @@ class ControlledTask:
 
     def all_constraints(self, problem, block):
         cons = self._shift_margins(self.task.all_constraints(problem, block), problem)
+        if cons is None and self.needs_listing:
+            raise DataError(problem.path, None,
+                            f"{self.needs_listing}: the {self.task.name} task has too many "
+                            f"constraints to list here (it grows them by cutting planes); dual "
+                            f"states cover listed constraints")
         if cons is not None:
             self.listed = cons
             if self.start_alpha is not None:

@@ -592,3 +592,15 @@ def test_damaged_state_files_exit_2(tmp_path, change, says):
     _, code, out = train(tmp_path, "--warm-start", bad, name="m2", ok=False)
     assert code == 2 and says in out, out
     assert not (tmp_path / "m2").exists()
+
+
+def test_states_need_listed_constraints(tmp_path, monkeypatch):
+    from svmtrain.tasks import multiclass
+    monkeypatch.setattr(multiclass, "LIST_ALL_UP_TO", 10)     # as if the data were huge
+    _, code, out = train(tmp_path, "-t", "multiclass", "--save-state", tmp_path / "s.npz",
+                         data_file="data/pendigits_scale.train.sample", ok=False)
+    assert code == 2 and "--save-state: the multiclass task has too many constraints" in out
+    assert not (tmp_path / "m").exists() and not (tmp_path / "s.npz").exists()
+    _, code, out = train(tmp_path, "-t", "sequence", "--warm-start", tmp_path / "s.npz",
+                         data_file="data/conll2000.train.svm", ok=False)
+    assert code == 2 and "dual states cover tasks that list them" in out

@@ -96,9 +96,10 @@ def check_control_options(task, bias, model_format, c):
     if model_format == "liblinear" and used:
         raise click.BadParameter(f"{', '.join(used)}: LIBLINEAR's model format cannot record "
                                  f"them; use --format svmtrain", param_hint="--format")
-    if c["warm_start_file"] and task == "sequence":
-        raise click.BadParameter("the sequence task grows its constraints by cutting planes; "
-                                 "warm starts cover tasks that list them", param_hint="--warm-start")
+    for key, flag in (("warm_start_file", "--warm-start"), ("save_state_file", "--save-state")):
+        if c[key] and task == "sequence":
+            raise click.BadParameter("the sequence task grows its constraints by cutting planes; "
+                                     "dual states cover tasks that list them", param_hint=flag)
 
 
 def read_controls(task_name, zero_based, c):
@@ -169,7 +170,6 @@ class ControlledRun:
         from svmtrain.tasks.base import Geometry
         self.c, self.controls, self.block, self.path, self.C = c, controls, block, path, C
         self.inner = task
-        self.state = None
         self.warning = None
         try:
             controls.class_weights = resolve_class_weights(c["class_weight_pairs"],
@@ -177,10 +177,9 @@ class ControlledRun:
                                                            task, block, path)
         except ControlError as e:
             raise InputError(str(e)) from None
-        prior = getattr(controls, "prior_model", None)
-        if prior is not None:
-            controls.prior = _prior_weights(prior, task, Geometry(block.n_features, bias),
-                                            c["prior_model"])
+        if controls.prior_model is not None:
+            controls.prior = _prior_weights(controls.prior_model, task,
+                                            Geometry(block.n_features, bias), c["prior_model"])
         self.active = bool(controls.class_weights or controls.example_weights is not None
                            or controls.reparametrized or controls.nonneg or c["warm_start_file"]
                            or c["save_state_file"])
@@ -192,6 +191,8 @@ class ControlledRun:
         preparer(block, task.grouping)
         preparer.finish()
         self.task = ControlledTask(task, controls, bias)
+        if c["warm_start_file"] or c["save_state_file"]:
+            self.task.needs_listing = "--warm-start" if c["warm_start_file"] else "--save-state"
         try:
             self.task.layout(Geometry(block.n_features, self.solver_bias))
         except ControlError as e:
@@ -208,12 +209,6 @@ class ControlledRun:
         """The solver's w_hat back to the model's w; the certificate priced at the stored w."""
         if self.warning:
             click.echo(f"svmtrain: warning: {self.warning}", err=True)
-        for option in ("warm_start_file", "save_state_file"):
-            if self.c[option] and self.task.listed is None:
-                flag = "--" + option[:-len("_file")].replace("_", "-")
-                raise InputError(f"{flag}: the {self.inner.name} task grew its constraints by "
-                                 "cutting planes (too many to list); states cover listed "
-                                 "constraints")
         if not self.active or not self.controls.reparametrized:
             return
         from svmtrain import objective
