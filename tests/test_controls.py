@@ -604,3 +604,33 @@ def test_states_need_listed_constraints(tmp_path, monkeypatch):
     _, code, out = train(tmp_path, "-t", "sequence", "--warm-start", tmp_path / "s.npz",
                          data_file="data/conll2000.train.svm", ok=False)
     assert code == 2 and "dual states cover tasks that list them" in out
+
+
+def _mode_controls(tmp_path):
+    wfile = tmp_path / "w"
+    wfile.write_text("".join(f"{0.5 + (i % 4) / 2}\n" for i in range(270)))
+    scale = tmp_path / "scale"
+    scale.write_text("2:4\n5:0.25\n")
+    prior, _, _ = train(tmp_path, "-B", "1", name="prior", data_file=small(tmp_path, rows=100, cols=13))
+    return {"class weights": ["-w", "1", "3", "--class-weight", "balanced"],
+            "example weights": ["--weights", wfile],
+            "bias-reg": ["-B", "1", "--bias-reg", "0.1"],
+            "nonneg": ["--nonneg", "1-3,6,bias", "-B", "1"],
+            "prior and scale": ["-B", "1", "--prior", prior, "--reg-scale", scale]}
+
+
+def _modes():
+    from svmtrain.solvers import SOLVERS
+    return sorted(SOLVERS)
+
+
+@pytest.mark.parametrize("mode", _modes())
+def test_every_control_in_every_mode(tmp_path, mode):
+    """Each mode solves the same controlled problem: its model certifies, and its bracket [D, P]
+    meets n-slack's (the optimum is one)."""
+    for name, args in _mode_controls(tmp_path).items():
+        ref, _, _ = train(tmp_path, "-e", "1e-4", *args, name=f"ref-{name}")
+        model, _, _ = train(tmp_path, "-m", mode, "-e", "1e-4", *args, name=f"{mode}-{name}")
+        a, b = read_model(ref), read_model(model)
+        assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12), name
+        assert certified(model)["certified"], name
