@@ -279,7 +279,7 @@ def group_costs(block, first, inverse, path, what):
         raise DataError(path, int(block.line[i]),
                         f"cost {block.cost[i]:g} differs from the cost {cost[inverse[i]]:g} of the "
                         f"first line of {what} {int(block.qid[i])}: one {what}, one cost "
-                        f"(cost: token times --weights and class weights)")
+                        f"(its cost: token, times any --weights)")
     return cost
 
 

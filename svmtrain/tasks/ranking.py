@@ -86,6 +86,7 @@ class Ranking(PredictsScores, Task):
 
     def violations(self, w, block, path, geometry):
         """Per query, the sum of its pairs' hinge losses (each already >= 0)."""
+        query_costs(block, path)      # a query's lines agree on their cost (errors name the file)
         order, query_ptr = queries(block, path)
         hinge, _, _ = ranking_pair_stats(geometry.scores(w, block), block.target, query_ptr, order)
         return hinge

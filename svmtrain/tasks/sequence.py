@@ -165,6 +165,7 @@ class Sequence(LabelledTask):
                            term_bias, margin.astype(np.float64), np.arange(n_seq, dtype=np.int64), key)
 
     def violations(self, w, block, path, geometry):
+        sentence_costs(block, path)   # a sentence's lines agree on their cost (errors name the file)
         return self._worst(w, block, path, geometry)[3]
 
     def predict(self, w, block, geometry, path):
