@@ -634,3 +634,13 @@ def test_every_control_in_every_mode(tmp_path, mode):
         a, b = read_model(ref), read_model(model)
         assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12), name
         assert certified(model)["certified"], name
+
+
+def test_controlled_training_is_deterministic(tmp_path):
+    scale = tmp_path / "scale"
+    scale.write_text("2:4\n")
+    args = ["-B", "1", "--bias-reg", "0.3", "--nonneg", "1-5", "--reg-scale", scale, "-w", "1", "2",
+            "--seed", "7", "-e", "1e-3"]
+    a, _, _ = train(tmp_path, *args, name="a")
+    b, _, _ = train(tmp_path, *args, name="b")
+    assert a.read_bytes() == b.read_bytes()
