@@ -44,12 +44,13 @@ import scipy.sparse as sp  # noqa: E402
 
 
 def primal_hinge(X, w, y, C):
-    """P(w) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i w . x_i), w cut or padded to X's columns."""
+    """P(w) = 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i w . x_i) (C a number or one per row), w cut or
+    padded to X's columns."""
     v = np.zeros(X.shape[1])
     k = min(len(w), len(v))
     v[:k] = w[:k]
     margins = y * (X @ v)
-    return 0.5 * float(w @ w) + C * float(np.sum(np.maximum(0.0, 1.0 - margins)))
+    return 0.5 * float(w @ w) + float(np.sum(C * np.maximum(0.0, 1.0 - margins)))
 
 
 def _csr(path, n_cols=None):
@@ -110,7 +111,8 @@ def run_liblinear(args):
     else:
         X, target = _csr(args.train)
     prob = ll.problem(target, X)
-    param = ll.parameter(f"-s {args.s} -c {args.C!r} -e {args.eps!r} -p {args.p!r} -B -1")
+    weights = "".join(f" -w{label:g} {weight!r}" for label, weight in args.class_weight)
+    param = ll.parameter(f"-s {args.s} -c {args.C!r} -e {args.eps!r} -p {args.p!r} -B -1{weights}")
     ll.liblinear.set_print_string_function(param.print_func)   # NULL: the C default, stdout
     err = ll.liblinear.check_parameter(prob, param)
     if err:
@@ -144,7 +146,10 @@ def run_liblinear(args):
     else:
         w = np.array(model.w[:n], dtype=np.float64)
         y = np.where(target == labels[0], 1.0, -1.0)
-        out["primal"] = primal_hinge(X, w, y, args.C)
+        C_i = args.C * np.ones(len(y))
+        for label, weight in args.class_weight:       # LIBLINEAR -wi: C of class i is weight * C
+            C_i[target == label] *= weight
+        out["primal"] = primal_hinge(X, w, y, C_i)
         out["positive"] = labels[0]
         if args.test:
             Xt, tt = _csr(args.test, n)
@@ -206,6 +211,8 @@ def main(argv=None):
     a.add_argument("-s", type=int, default=3, choices=(3, 4, 13), help="LIBLINEAR's solver")
     a.add_argument("--p", type=float, default=0.1, help="-s 13: the insensitive zone's width")
     a.add_argument("--pairs", action="store_true", help="-s 3 on the pairs of a ranking file")
+    a.add_argument("--class-weight", nargs=2, type=float, action="append", default=[],
+                   metavar=("LABEL", "WEIGHT"), help="LIBLINEAR's -wLABEL WEIGHT (repeatable)")
     b = sub.add_parser("sklearn")
     b.add_argument("train")
     b.add_argument("out")

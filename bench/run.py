@@ -26,6 +26,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 import budgetbench  # noqa: E402
+import controlbench as controls  # noqa: E402
 import taskbench as tasks  # noqa: E402
 from _common import (BIN, PEERS, ROOT, Data, Table, best_of, environment, fr, fs,  # noqa: E402
                      run_timed, warm, write_results)
@@ -362,8 +363,10 @@ def bench_plateau(data, quick, repeat):
 
 
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
-              "plateau": bench_plateau, **tasks.BENCHMARKS, **budgetbench.BENCHMARKS}
-GROUPS = {"tasks": list(tasks.BENCHMARKS)}     # --only tasks = all four
+              "plateau": bench_plateau, **tasks.BENCHMARKS, **budgetbench.BENCHMARKS,
+              **controls.BENCHMARKS}
+GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
+          "controls": list(controls.BENCHMARKS)}
 
 
 def main(argv=None):
@@ -371,8 +374,8 @@ def main(argv=None):
     ap.add_argument("--shared-data", default=str(ROOT.parent / "shared" / "data"),
                     help="folder of the shared xz data files (default: ../shared/data)")
     ap.add_argument("--only", action="append", default=None, metavar="NAME[,NAME]",
-                    help=f"run only these benchmarks: {', '.join(BENCHMARKS)}, or the group "
-                         f"tasks (= {', '.join(GROUPS['tasks'])})")
+                    help=f"run only these benchmarks: {', '.join(BENCHMARKS)}, or a group: "
+                         + "; ".join(f"{g} (= {', '.join(m)})" for g, m in GROUPS.items()))
     ap.add_argument("--quick", action="store_true",
                     help="small subsets, one repetition: a smoke test of the whole script")
     ap.add_argument("--repeat", type=int, default=None,
@@ -386,7 +389,7 @@ def main(argv=None):
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         ap.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}, "
-                 "tasks")
+                 f"{', '.join(GROUPS)}")
     repeat = args.repeat or (1 if args.quick else 3)
     if repeat < 1:
         ap.error("--repeat must be at least 1")

@@ -61,7 +61,7 @@ def run_child(argv):
     return wall, stdout, stderr, rss
 
 
-def liblinear(path, solver, eps, repeat, *, test=None, p=None, pairs=False):
+def liblinear(path, solver, eps, repeat, *, test=None, p=None, pairs=False, extra=()):
     """LIBLINEAR -s SOLVER in fresh processes: best train time, and the last run's figures:
     D (its 'Objective value = -D' line), P (numpy), relative gap (P - D) / P, iterations."""
     times, out = [], None
@@ -70,7 +70,8 @@ def liblinear(path, solver, eps, repeat, *, test=None, p=None, pairs=False):
             result = Path(tmp) / "out.json"
             argv = [sys.executable, PEERS, "liblinear", path, result, "-s", solver, "--eps", repr(eps),
                     "--C", repr(C)] + (["--test", test] if test else []) + \
-                (["--p", repr(p)] if p is not None else []) + (["--pairs"] if pairs else [])
+                (["--p", repr(p)] if p is not None else []) + (["--pairs"] if pairs else []) + \
+                list(extra)
             _wall, stdout, _stderr, rss = run_child(argv)
             out = json.loads(result.read_text())
         times.append(out["seconds"])

@@ -31,6 +31,15 @@ The pair step is taken when the group is at its bound and j wants to grow; k is 
 constraint (a_k > 0) with the smallest gradient. For a group of one constraint this is exactly
 LIBLINEAR's dual coordinate descent for the L1-loss SVM (Hsieh et al. 2008, Alg. 1).
 
+Non-negativity (Ramanan sec. 5, `nonneg`: a mask of columns with w_k >= 0). The Lagrangian gains
+-beta . w (beta >= 0), so w = v + beta with v = sum_c a_c x_c, and for fixed alpha the best beta is
+max(0, -v): w = max(v, 0) on the masked columns. The dual, maximised over beta, is
+D(a) = -1/2 ||w||^2 + sum_c l_c a_c with that clipped w (beta_k w_k = 0), so the bounds below hold
+unchanged. A step moves w linearly with beta held fixed (the paper's alternation: the single and
+pair steps above are exact for fixed beta), then beta's exact step re-clips the columns the step
+touched (_reclip, which keeps beta = w - v and est_ww up to date); the gradient l_c - w.x_c of the
+concave reduced dual is the one the steps use, so shrinking and the stopping rule are unchanged.
+
 Shrinking follows LIBLINEAR (Hsieh et al. 2008, sec. 3.2): a constraint at a = 0 whose gradient is
 below -M, M being the largest violation seen in the previous epoch, leaves the active set; so does a
 one-constraint group at its bound whose gradient is above M. The caller decides when to stop, on the
@@ -307,6 +316,12 @@ cdef class DualCD:
     cdef double M_dec
     cdef double M_inc
     cdef bint shrinking
+    # Non-negativity (Ramanan sec. 5): w = max(v, 0) on the masked columns, v = sum a_c x_c. The
+    # steps move w linearly with beta = w - v held fixed (the paper's "update alpha holding beta
+    # fixed"), then _reclip re-solves beta >= 0 on the columns they touched.
+    cdef bint nonneg
+    cdef const uint8_t* nn_mask   # n_w flags: is w_j constrained to be >= 0
+    cdef double* beta             # w - v on the masked columns (>= 0), 0 elsewhere
     # Ramanan's eq. 23 estimate, kept current by the steps so that approximate_bounds() is O(1):
     # est_loss sums the groups' C_g max(0, max_c g_c) at their last visit (shrunk_loss those of the
     # groups shrunk since the last unshrink); est_ww = ||w||^2 and est_la = sum_c l_c a_c are updated
@@ -335,6 +350,7 @@ cdef class DualCD:
         self.dbuf = NULL
         self.grp = NULL
         self.groups = NULL
+        self.beta = NULL
 
     def __dealloc__(self):
         free(self.alpha_)
@@ -355,14 +371,16 @@ cdef class DualCD:
         free(self.dbuf)
         free(self.grp)
         free(self.groups)
+        free(self.beta)
 
     def __init__(self, indptr, indices, data, tptr, term_row, term_scale, term_offset, term_bias,
                  margin, group, C_group, alpha=None, *, int64_t n_cols, int64_t n_w=-1,
                  double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True,
-                 int64_t stride=1):
+                 int64_t stride=1, nonneg=None):
         """The arrays of a `svmtrain.engine.ConstraintCache`, in its order; n_w < 0 means
         n_cols (+1 with the bias feature). A term places column j of its row at
-        w[offset + stride * j], the bias feature at w[offset + stride * n_cols]."""
+        w[offset + stride * j], the bias feature at w[offset + stride * n_cols]. `nonneg`, when
+        given, flags the columns of w constrained to be >= 0 (n_w booleans)."""
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
@@ -438,7 +456,17 @@ cdef class DualCD:
                 factor = np.where(over, C_group / np.where(sums > 0, sums, 1.0), 1.0)
                 alpha = np.minimum(alpha * factor[group], C_group[group])
 
-        self._keep = (indices32, data)
+        if nonneg is not None:
+            nonneg = np.ascontiguousarray(nonneg, dtype=np.uint8)
+            if nonneg.ndim != 1 or nonneg.shape[0] != n_w:
+                raise ValueError("nonneg must hold one flag per column of w (n_w)")
+        self.nonneg = nonneg is not None and bool(nonneg.any())
+        if self.nonneg:
+            self.nn_mask = <const uint8_t*> cnp.PyArray_DATA(nonneg)
+            self.beta = <double*> calloc(max(n_w, 1), sizeof(double))
+            if self.beta == NULL:
+                raise MemoryError()
+        self._keep = (indices32, data, nonneg)
         self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
         self.data = <const double*> cnp.PyArray_DATA(data)
         self.bias = bias
@@ -578,7 +606,13 @@ cdef class DualCD:
                 self.w[j] = 0.0
             for k in range(self.n_cons):
                 if self.alpha_[k] != 0.0:
-                    self._axpy(k, self.alpha_[k])
+                    self._scatter(k, self.alpha_[k], self.w)
+            if self.nonneg:     # w = max(v, 0) on the masked columns, beta = w - v
+                for j in range(self.n_w):
+                    self.beta[j] = 0.0
+                    if self.nn_mask[j] and self.w[j] < 0.0:
+                        self.beta[j] = -self.w[j]
+                        self.w[j] = 0.0
             self._norm_and_margin_sum(&self.est_ww, &self.est_la)
 
     # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
@@ -628,8 +662,41 @@ cdef class DualCD:
         return self._kind(k).margin - self._dot(k, self.w)
 
     cdef inline void _axpy(self, int64_t k, double d) noexcept nogil:
-        """w += d x_c"""
+        """w += d x_c (then w = max(v, 0) on its masked columns)"""
         self._scatter(k, d, self.w)
+        if self.nonneg:
+            self._reclip(k)
+
+    # -- non-negativity: the beta step on the columns a step touched -----------------------------
+
+    cdef inline void _reclip_col(self, int64_t col) noexcept nogil:
+        """beta's optimum for column col: w = max(v, 0), v = w - beta (est_ww follows w)."""
+        cdef double v, nw
+        if self.nn_mask[col]:
+            v = self.w[col] - self.beta[col]
+            nw = v if v > 0.0 else 0.0
+            self.est_ww += nw * nw - self.w[col] * self.w[col]
+            self.beta[col] = nw - v
+            self.w[col] = nw
+
+    cdef void _reclip_row(self, int64_t offset, int64_t start, int64_t nnz,
+                          int64_t bias_col) noexcept nogil:
+        cdef int64_t p
+        for p in range(start, start + nnz):
+            self._reclip_col(offset + self.stride * self.indices[p])
+        if bias_col >= 0:
+            self._reclip_col(offset + bias_col)
+
+    cdef void _reclip(self, int64_t k) noexcept nogil:
+        """_reclip_col over the columns of x_c."""
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
+        cdef Term* tm
+        if self.terms == NULL:
+            self._reclip_row(0, s, e - s, self.bias_col)
+            return
+        for t in range(s, e):
+            tm = &self.terms[t]
+            self._reclip_row(tm.offset, tm.start, tm.nnz, tm.bias_col)
 
     cdef double _sqnorm(self, int64_t k, bint* nonzero) noexcept nogil:
         """||x_c||^2 in the terms layout, exactly (terms may overlap); `nonzero`: is x_c != 0."""
@@ -796,6 +863,8 @@ cdef class DualCD:
                 self.alpha_[k] = new_a   # exactly on the bound when clipped: no rounding drift
                 t.steps += 1
                 self.est_ww += d * (2.0 * wx + d * q)      # ||w + d x_c||^2
+                if self.nonneg:
+                    self._reclip(k)
                 self.est_la += d * kd.margin
         return fabs(pg)
 
@@ -872,8 +941,11 @@ cdef class DualCD:
                     else:  # x_j == x_k: the dual is linear along the pair direction
                         d = self.alpha_[best]
                     if d > 0.0:
-                        self._axpy(tt, d)
-                        self._axpy(best, -d)
+                        self._scatter(tt, d, self.w)
+                        self._scatter(best, -d, self.w)
+                        if self.nonneg:      # beta's step after the whole (feasible) pair step
+                            self._reclip(tt)
+                            self._reclip(best)
                         self.alpha_[tt] += d
                         self.alpha_[best] -= d   # d <= alpha_k, so this stays >= 0
                         moved = True
@@ -1122,6 +1194,10 @@ cdef class DualCD:
                 if cf[i] != 0.0 and cf[i] != INFINITY:
                     row_axpy(cf[i], self.indices, self.data, gr.row_start, gr.row_start + gr.row_nnz,
                              self.bias, gr.bias_col, self.w + offs[i])
+        if self.nonneg:
+            for i in range(n_off):
+                if cf[i] != 0.0 and cf[i] != INFINITY:
+                    self._reclip_row(offs[i], gr.row_start, gr.row_nnz, gr.bias_col)
         if m == 0:
             self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
             return -1.0

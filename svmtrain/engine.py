@@ -47,6 +47,8 @@ class ConstraintCache:
     n_w: int
     bias: Optional[float] = None
     stride: int = 1
+    nonneg: Optional[np.ndarray] = None   # per column of w: constrained to be >= 0 (Ramanan sec. 5)
+    alpha0: Optional[np.ndarray] = None   # the hot start `solve` takes when given none
 
     @classmethod
     def one_term(cls, indptr, indices, data, n_cols, row, scale, margin, group, C_group, bias=None):
@@ -59,6 +61,18 @@ class ConstraintCache:
                    np.asarray(scale, dtype=np.float64), np.broadcast_to(np.int64(0), (n,)),
                    np.broadcast_to(np.bool_(bias is not None), (n,)), margin, group, C_group,
                    int(n_cols) + (bias is not None), bias)
+
+    @classmethod
+    def from_problem(cls, problem, cons):
+        """The cache of constraints `cons` (svmtrain.tasks.base.Constraints) over a task's Problem:
+        its row store, C_i, layout and non-negativity mask; `cons.alpha0` as the hot start. Every
+        solver builds its caches here, so the training controls reach every mode."""
+        return cls(indptr=problem.indptr, indices=problem.indices, data=problem.data,
+                   n_cols=problem.n_cols, tptr=cons.tptr, term_row=cons.term_row,
+                   term_scale=cons.term_scale, term_offset=cons.term_offset,
+                   term_bias=cons.term_bias, margin=cons.margin, group=cons.group,
+                   C_group=problem.C, n_w=problem.n_w, bias=problem.bias, stride=problem.stride,
+                   nonneg=problem.nonneg, alpha0=cons.alpha0)
 
     @property
     def n_constraints(self):
@@ -74,7 +88,7 @@ class ConstraintCache:
                       self.term_offset, self.term_bias, self.margin, self.group, self.C_group, alpha,
                       n_cols=self.n_cols, n_w=self.n_w, bias=self.bias or 0.0,
                       has_bias=self.bias is not None, seed=seed, shrinking=shrinking,
-                      stride=self.stride)
+                      stride=self.stride, nonneg=self.nonneg)
 
 
 @dataclass
@@ -127,6 +141,8 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     with shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
     """
     start = time.perf_counter()
+    if alpha is None:
+        alpha = cache.alpha0
     engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
     records = []
     converged = False

@@ -144,6 +144,14 @@ class Model:
     support_vectors: Optional[list] = None
     # kernel modes: per set, (0-based example numbers, values) of the training coefficients a != 0
     alphas: Optional[list] = None
+    # training controls (svmtrain.controls); None when not used
+    class_weights: Optional[dict] = None     # label -> weight: C of its examples is weight * C
+    example_weights: Optional[str] = None    # the --weights file (one weight per example)
+    example_weights_crc32: Optional[int] = None   # of its values (float64): a changed file is refused
+    bias_reg: Optional[float] = None         # regularization factor of the bias weights
+    nonneg: Optional[str] = None             # weights constrained >= 0 (feature ranges, all, bias)
+    reg_scale: Optional[dict] = None         # 0-based feature -> r: 1/2 r (w - w0)^2 regularizer
+    prior: Optional[dict] = None             # flat index into w -> w0 (the prior mean)
 
     def __post_init__(self):
         self.w = np.asarray(self.w, dtype=np.float64)
@@ -315,6 +323,57 @@ def _check_labels(xs):
     return xs
 
 
+def _pairs_kind(key_kind: str, value_lo: Optional[float]) -> _Kind:
+    """`key:value key:value ...` on one line: labels (float keys) or 0-based indices (int keys),
+    each key once, values finite (and > value_lo when given); a dict."""
+    as_key = _parse_int if key_kind == "index" else _parse_float
+    value = _real_kind(lo=value_lo, strict=True) if value_lo is not None else _real_kind()
+
+    def check(d):
+        if not isinstance(d, dict) or not d:
+            raise _Bad(f"not a non-empty table: {d!r}")
+        out = {}
+        for k, v in d.items():
+            if key_kind == "index":
+                k = _int_kind(lo=0).check(k)
+            else:
+                k = _real_kind().check(k)
+            out[k] = value.check(v)
+        return dict(sorted(out.items()))
+
+    def read(tokens):
+        if not tokens:
+            raise _Bad("expected at least one key:value")
+        d = {}
+        for tok in tokens:
+            k, sep, v = tok.partition(":")
+            if not sep:
+                raise _Bad(f"expected key:value, found {tok[:40]!r}")
+            k = as_key(k)
+            if k in d:
+                raise _Bad(f"{tok.partition(':')[0]} given twice")
+            d[k] = _parse_float(v)
+        return check(d)
+
+    def fmt(d):
+        show = _fmt_label if key_kind == "label" else str
+        return " ".join(f"{show(k)}:{v!r}" for k, v in d.items())
+
+    return _Kind(read, check, fmt)
+
+
+def _check_path(x):
+    if not isinstance(x, str) or not x or x != x.strip() or "\n" in x:
+        raise _Bad(f"not a file name: {x!r}")
+    return x
+
+
+def _check_spec(x):
+    if not isinstance(x, str) or not re.fullmatch(r"[0-9a-z,-]+", x):
+        raise _Bad(f"not a feature list (N, N-M, all, bias; comma-separated): {x!r}")
+    return x
+
+
 _REAL = _real_kind()
 _COUNT = _int_kind(lo=0)
 _BIAS = _Kind(_read_bias, _check_bias, lambda x: "none" if x is None else _fmt_float(x))
@@ -412,7 +471,18 @@ HEADER_KEYS = (
     _Key("gamma", "gamma", _real_kind(lo=0.0, strict=True)),
     _Key("budget", "budget", _int_kind(lo=1)),
     _Key("merge_precision", "merge_precision", _real_kind(lo=0.0, strict=True)),
+    # training controls: written only when used
+    _Key("class_weights", "class_weights", _pairs_kind("label", 0.0)),
+    _Key("example_weights", "example_weights", _Kind(lambda t: _check_path(" ".join(t)), _check_path, str)),
+    _Key("example_weights_crc32", "example_weights_crc32", _int_kind(lo=0)),
+    _Key("bias_reg", "bias_reg", _real_kind(lo=0.0, strict=True)),
+    _Key("nonneg", "nonneg", _Kind(lambda t: _check_spec(_single(t)), _check_spec, str)),
+    _Key("reg_scale", "reg_scale", _pairs_kind("index", 0.0)),
+    _Key("prior", "prior", _pairs_kind("index", None)),
 )
+#: keys a model has only when the option was used (any task)
+_OPTIONAL_KEYS = frozenset(("class_weights", "example_weights", "example_weights_crc32", "bias_reg",
+                            "nonneg", "reg_scale", "prior"))
 _KEYS = {k.name: k for k in HEADER_KEYS}
 _TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
 _KERNEL_KEYS = ("kernel", "gamma", "budget", "merge_precision")  # only in kernel modes
@@ -428,6 +498,10 @@ def _keys_of(task_name: str, mode: Optional[str] = None) -> list:
         used = (used - {"loss", "rescaling"}) | set(_KERNEL_KEYS)
     return [k for k in HEADER_KEYS if (k.name not in _TASK_KEYS or k.name in used)
             and (k.name not in _KERNEL_KEYS or k.name in used)]
+
+
+def _required(keys) -> list:
+    return [k for k in keys if k.name not in _OPTIONAL_KEYS]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,7 +630,7 @@ def _parse_ours(src: _Source) -> Model:
     i = 1
     while True:
         if i == len(src.lines):
-            missing = [k.name for k in HEADER_KEYS
+            missing = [k.name for k in _required(HEADER_KEYS)
                        if k.name not in where and k.name not in _KERNEL_KEYS] + ["weights"]
             raise src.error(i, f"truncated: missing {', '.join(missing)}")
         tokens = src.lines[i].split()
@@ -580,7 +654,7 @@ def _parse_ours(src: _Source) -> Model:
     if "task" not in where:
         raise src.error(i, "missing key task")
     expected = _keys_of(values["task"], values.get("mode"))
-    missing = [k.name for k in expected if k.name not in where]
+    missing = [k.name for k in _required(expected) if k.name not in where]
     if missing:
         raise src.error(i, f"missing key{'s' * (len(missing) > 1)} {', '.join(missing)}")
     for name in where.keys() - {k.name for k in expected}:
@@ -606,6 +680,10 @@ def _parse_ours(src: _Source) -> Model:
         w, i = _LAYOUTS[tokens[1]](src, tokens[2:], weights_at, task.weight_shape(values))
     except _Bad as e:
         raise src.error(weights_at, f"weights: {e}") from None
+
+    if values.get("prior") and max(values["prior"]) >= w.size:
+        raise src.error(where["prior"], f"prior: index {max(values['prior'])} is past the "
+                                        f"{w.size} weights")
 
     if i == len(src.lines):
         raise src.error(i, "truncated: missing 'end'")
@@ -830,6 +908,8 @@ def format_model(model: Model, path: str = "<model>") -> str:
             raise _Bad(f"unknown task {model.task!r}")
         for key in _keys_of(model.task, model.mode if model.mode in KERNEL_MODES else None):
             value = getattr(model, key.attr)
+            if value is None and key.name in _OPTIONAL_KEYS:
+                continue
             if value is None and key.name != "bias":
                 raise _Bad(f"{key.name} is unknown (None); the svmtrain format records it"
                            + (f" (this model was read from a {model.format} file)"

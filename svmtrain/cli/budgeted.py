@@ -11,7 +11,7 @@ from svmtrain.cli.options import InputError, byte_progress, show_progress
 
 BUDGETED_TASKS = ("binary", "multiclass", "regression")
 # option name -> flag, for "applies to --mode budgeted" errors
-_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
+BUDGETED_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
             "merge_precision": "--merge-precision", "validation": "--validation"}
 
 
@@ -60,7 +60,7 @@ def check_budgeted_options(mode, task, given, *, bias, loss, rescaling, model_fo
     if mode != "budgeted":
         for name, value in given.items():
             if value is not None:
-                raise click.BadParameter("applies to --mode budgeted only", param_hint=_OPTIONS[name])
+                raise click.BadParameter("applies to --mode budgeted only", param_hint=BUDGETED_OPTIONS[name])
         return
     if task not in BUDGETED_TASKS:
         raise click.BadParameter(f"--mode budgeted trains the {', '.join(BUDGETED_TASKS)} tasks, "

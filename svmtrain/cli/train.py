@@ -6,9 +6,13 @@ import time
 
 import click
 
-from svmtrain.cli.budgeted import budgeted_options, check_budgeted_options, train_budgeted_command
+from svmtrain.cli.budgeted import (BUDGETED_OPTIONS, budgeted_options, check_budgeted_options,
+                                   train_budgeted_command)
+from svmtrain.cli.controls import (ControlledRun, check_control_options, control_options,
+                                   read_controls)
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
+from svmtrain.solvers import LINEAR_MODES
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
 MODES = ("n-slack", "budgeted")
@@ -101,19 +105,27 @@ def _bias(ctx, param, value):
 @click.option("--format", "model_format", type=click.Choice(("svmtrain", "liblinear")),
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
+@control_options
 @budgeted_options
 @zero_based_option
 @quiet_option
 def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
-          rescaling, shrinking, trace_file, model_format, zero_based, quiet, **budgeted):
+          rescaling, shrinking, trace_file, model_format, zero_based, quiet, **grouped):
     """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
 
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
     bound); `svmtrain verify-bound` re-checks P with one pass over the data.
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
+    budgeted = {name: grouped.pop(name) for name in BUDGETED_OPTIONS}
+    controls = grouped
     check_budgeted_options(mode, task, budgeted, bias=bias, loss=loss, rescaling=rescaling,
                            model_format=model_format)
+    check_control_options(task, bias, model_format, controls)
+    if mode not in LINEAR_MODES and any(controls.values()):
+        raise click.BadParameter(f"the training controls apply to the linear modes, not to "
+                                 f"{mode} (give per-example costs as cost: tokens)",
+                                 param_hint="--mode")
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     if mode == "budgeted":
         with user_errors():
@@ -122,11 +134,11 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
         return
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
-               shrinking, trace_file, model_format, zero_based, quiet)
+               shrinking, trace_file, model_format, zero_based, quiet, controls)
 
 
 def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_epochs, options,
-           shrinking, trace_file, model_format, zero_based, quiet):
+           shrinking, trace_file, model_format, zero_based, quiet, control_options):
     from svmtrain import data
     from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers import SOLVERS
@@ -137,10 +149,12 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     if model_format == "liblinear" and task_name != "binary":
         raise InputError(f"--format liblinear is for the binary task (LIBLINEAR's format has no "
                          f"place for a {task_name} model's certificate); use --format svmtrain")
+    controls = read_controls(task_name, zero_based, control_options)   # control files, before the data
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
     task = task_class(task_name).from_training_data(block, train_file, options)
+    run = ControlledRun(task, controls, control_options, block, train_file, bias, C)
 
     trace = open(trace_file, "w") if trace_file else None   # opened only once the data is good
     epoch_bar = None
@@ -160,9 +174,10 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
             epoch_bar.set_postfix_str(f"gap {r.relative_gap:.2e}")
 
     try:
-        result = SOLVERS[mode](task, block, train_file, C=C, bias=bias, epsilon=epsilon,
-                               max_epochs=max_epochs, seed=seed, shrinking=shrinking,
-                               on_epoch=on_epoch)
+        result = SOLVERS[mode](run.task, block, train_file, C=C, bias=run.solver_bias,
+                               epsilon=epsilon, max_epochs=max_epochs, seed=seed,
+                               shrinking=shrinking, on_epoch=on_epoch)
+        run.finish(result)
     finally:
         if epoch_bar is not None:
             epoch_bar.close()
@@ -173,11 +188,12 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
                   index_base=0 if zero_based else 1, w=task.model_weights(result.w, result.geometry),
                   epsilon=epsilon, dual=result.dual, primal=result.primal,
                   relative_gap=result.relative_gap, examples=result.examples, seed=seed,
-                  epochs=result.epochs, **task.model_fields())
+                  epochs=result.epochs, **task.model_fields(), **controls.model_fields())
     if model_format == "liblinear":
         write_liblinear(model, model_file)
     else:
         write_model(model, model_file)
+    run.save_state(result)
     if not result.converged:
         passes = f"{result.rounds} rounds" if result.rounds > 1 else f"{result.epochs} epochs"
         hint = ("; a gap this large usually means features on very different scales: scale them "

@@ -14,9 +14,12 @@ from svmtrain.cli.options import InputError, byte_progress, data_path, json_opti
 @data_path(name="data_file")
 @click.option("--tol", type=float, default=None,
               help="Largest acceptable relative gap (P-D)/P (default: the model's epsilon).")
+@click.option("--weights", "weights_file", type=click.Path(dir_okay=False), default=None,
+              help="The example weights file of a model trained with --weights (default: the "
+                   "file the model names).")
 @json_option
 @quiet_option
-def verify_bound(model_file, data_file, tol, as_json, quiet):
+def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet):
     """Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the
     model's dual D, a lower bound on the optimum: OPT lies in [D, P].
 
@@ -25,16 +28,16 @@ def verify_bound(model_file, data_file, tol, as_json, quiet):
     if tol is not None and not (tol >= 0 and math.isfinite(tol)):
         raise click.BadParameter(f"must be a non-negative number, got {tol}", param_hint="--tol")
     with user_errors():
-        ok = _verify(model_file, data_file, tol, as_json, quiet)
+        ok = _verify(model_file, data_file, tol, as_json, quiet, weights_file)
     sys.exit(0 if ok else 1)
 
 
-def _verify(model_file, data_file, tol, as_json, quiet):
+def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None):
     from svmtrain import data, objective
     from svmtrain.engine import relative_gap
     from svmtrain.model import read_model
     from svmtrain.tasks import task_class
-    from svmtrain.tasks.base import Geometry
+    from svmtrain.controls import ControlError, certified_objective
 
     model = read_model(model_file)
     if model.dual is None or model.C is None:
@@ -43,20 +46,28 @@ def _verify(model_file, data_file, tol, as_json, quiet):
     if tol is None:
         tol = model.epsilon
     task = task_class(model.task).from_model(model)
-    dual_acc = None
+    dual_acc = prepare = None
     if model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
         from svmtrain.solvers.budgeted import KernelDual, KernelPrimal, expansions
         acc = KernelPrimal(task, expansions(model), model.C, model.p or 0.0, data_file)
         dual_acc = KernelDual(task, model, data_file)
     else:
-        acc = objective.PrimalAccumulator(task, task.solver_weights(model.w),
-                                          Geometry(model.n_features, model.bias), model.C, data_file)
+        # the objective the model was trained to (its controls: weights, scales, prior, nonneg)
+        try:
+            task, w, geometry, prepare = certified_objective(model, task, data_file, weights_file)
+        except ControlError as e:
+            raise InputError(f"{model_file}: {e}") from None
+        acc = objective.PrimalAccumulator(task, w, geometry, model.C, data_file)
     with byte_progress(data_file, quiet, "verifying") as progress:
         blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
+        if prepare is not None:
+            blocks = (prepare(b, task.grouping) for b in blocks)
         for block in data.whole_examples(blocks, task.grouping):
             acc.add(block)
             if dual_acc is not None:
                 dual_acc.add(block)
+    if prepare is not None:
+        prepare.finish()
     P = acc.value()
     D = model.dual
     if dual_acc is not None:

@@ -8,5 +8,8 @@ from svmtrain.solvers.budgeted import train_budgeted
 from svmtrain.solvers.nslack import train_nslack
 
 SOLVERS = {"n-slack": train_nslack, "budgeted": train_budgeted}
+# the modes whose model is one linear w solved through the engine's problem layer: the training
+# controls (svmtrain.controls) apply to these
+LINEAR_MODES = ("n-slack",)
 
-__all__ = ["SOLVERS", "train_budgeted", "train_nslack"]
+__all__ = ["LINEAR_MODES", "SOLVERS", "train_budgeted", "train_nslack"]

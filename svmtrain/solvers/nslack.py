@@ -42,12 +42,7 @@ class TrainResult:
 
 
 def _cache(problem, cons):
-    return ConstraintCache(
-        indptr=problem.indptr, indices=problem.indices, data=problem.data, n_cols=problem.n_cols,
-        tptr=cons.tptr, term_row=cons.term_row, term_scale=cons.term_scale,
-        term_offset=cons.term_offset, term_bias=cons.term_bias, margin=cons.margin,
-        group=cons.group, C_group=problem.C, n_w=problem.n_w, bias=problem.bias,
-        stride=problem.stride)
+    return ConstraintCache.from_problem(problem, cons)
 
 
 # Each round re-solves the cache for at most this many epochs: the next oracle pass gives better

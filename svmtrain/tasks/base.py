@@ -12,6 +12,7 @@ pair of documents, a tagged sentence) never copy the data. Solvers never import 
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -36,6 +37,7 @@ class Constraints:
     margin: np.ndarray
     group: np.ndarray
     key: np.ndarray
+    alpha0: Optional[np.ndarray] = None   # a hot start for these constraints (--warm-start)
 
     @property
     def size(self):
@@ -105,6 +107,7 @@ class Problem:
     C: np.ndarray              # C_i, one per example (the engine's group bounds)
     path: str
     stride: int = 1
+    nonneg: Optional[np.ndarray] = None   # per weight: constrained to be >= 0 (--nonneg)
 
     @property
     def n_examples(self):
@@ -264,6 +267,20 @@ class PredictsScores:
 
     def format_prediction(self, value):
         return repr(float(value))
+
+
+def group_costs(block, first, inverse, path, what):
+    """The cost of each group of rows (its first row's), after checking that every row of the group
+    gives the same one: a query or a sentence has one slack, so one cost."""
+    cost = block.cost[first]
+    bad = np.flatnonzero(block.cost != cost[inverse])
+    if len(bad):
+        i = int(bad[0])
+        raise DataError(path, int(block.line[i]),
+                        f"cost {block.cost[i]:g} differs from the cost {cost[inverse[i]]:g} of the "
+                        f"first line of {what} {int(block.qid[i])}: one {what}, one cost "
+                        f"(its cost: token, times any --weights)")
+    return cost
 
 
 def describe_labels(values, limit=6):

@@ -14,7 +14,7 @@ import numpy as np
 
 from svmtrain._oracles import ndcg_at_k, ranking_pair_stats
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, PredictsScores, Problem, Task
+from svmtrain.tasks.base import Constraints, PredictsScores, Problem, Task, group_costs
 
 
 def queries(block, path):
@@ -33,14 +33,22 @@ def queries(block, path):
     return order, query_ptr
 
 
+def query_costs(block, path):
+    """Each query's cost (queries in order of first appearance); its lines must agree."""
+    order, query_ptr = queries(block, path)
+    first = order[query_ptr[:-1]]
+    inverse = np.empty(block.n_rows, np.int64)
+    inverse[order] = np.repeat(np.arange(len(first)), np.diff(query_ptr))
+    return group_costs(block, first, inverse, path, "query")
+
+
 class Ranking(PredictsScores, Task):
     name = "ranking"
     grouping = "whole"
     examples_are = "queries"
 
     def costs(self, block, C):
-        order, query_ptr = queries(block, "")
-        return C * block.cost[order[query_ptr[:-1]]]
+        return C * query_costs(block, "")
 
     def pairs(self, block, path):
         """All preference pairs (a, b) and the query of each."""
@@ -59,7 +67,7 @@ class Ranking(PredictsScores, Task):
 
     def problem(self, block, path, C, geometry):
         a, b, q, order, query_ptr = self.pairs(block, path)
-        query_cost = block.cost[order[query_ptr[:-1]]]
+        query_cost = query_costs(block, path)
         return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
                        self.n_weights(geometry), geometry.bias, C * query_cost[q], path)
 
@@ -78,6 +86,7 @@ class Ranking(PredictsScores, Task):
 
     def violations(self, w, block, path, geometry):
         """Per query, the sum of its pairs' hinge losses (each already >= 0)."""
+        query_costs(block, path)      # a query's lines agree on their cost (errors name the file)
         order, query_ptr = queries(block, path)
         hinge, _, _ = ranking_pair_stats(geometry.scores(w, block), block.target, query_ptr, order)
         return hinge

@@ -24,7 +24,7 @@ import numpy as np
 
 from svmtrain._oracles import block_scores, viterbi, viterbi_loss_augmented
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem
+from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, group_costs
 from svmtrain.tasks.multiclass import AccuracyMetric
 
 
@@ -51,6 +51,13 @@ def sentences(block, path):
         raise DataError(path, int(block.line[i]), f"qid {int(qid[i])} appears again after other "
                                                   "sentences: a sentence's lines must be consecutive")
     return np.concatenate((starts, [block.n_rows])).astype(np.int64)
+
+
+def sentence_costs(block, path):
+    """Each sentence's cost; its lines must agree."""
+    seq_ptr = sentences(block, path)
+    inverse = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+    return group_costs(block, seq_ptr[:-1], inverse, path, "sentence")
 
 
 class Sequence(LabelledTask):
@@ -84,7 +91,7 @@ class Sequence(LabelledTask):
         return np.concatenate([self.feature_major(w[:E]), w[E:]])
 
     def costs(self, block, C):
-        return C * block.cost[sentences(block, "")[:-1]]
+        return C * sentence_costs(block, "")
 
     def problem(self, block, path, C, geometry):
         seq_ptr = sentences(block, path)
@@ -93,7 +100,7 @@ class Sequence(LabelledTask):
         indices = np.append(block.indices, 0)
         data = np.append(block.data, 1.0)
         return Problem(indptr, indices, data, max(geometry.n_cols, 1), self.n_weights(geometry),
-                       geometry.bias, C * block.cost[seq_ptr[:-1]], path, stride=self.K)
+                       geometry.bias, C * sentence_costs(block, path), path, stride=self.K)
 
     def _parts(self, w, block, geometry):
         W = geometry.width
@@ -158,6 +165,7 @@ class Sequence(LabelledTask):
                            term_bias, margin.astype(np.float64), np.arange(n_seq, dtype=np.int64), key)
 
     def violations(self, w, block, path, geometry):
+        sentence_costs(block, path)   # a sentence's lines agree on their cost (errors name the file)
         return self._worst(w, block, path, geometry)[3]
 
     def predict(self, w, block, geometry, path):
