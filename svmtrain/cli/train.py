@@ -1,16 +1,19 @@
 """svmtrain train: learn a model from a data file and record its certificate."""
 
 import math
+import signal
 import sys
 import time
 
 import click
 
+from svmtrain import interrupt
+from svmtrain.cli.online import check_online_options, online_options, train_online
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
-MODES = ("n-slack",)
+MODES = ("n-slack", "online-dual")
 DEFAULT_EPSILON = 1e-3
 
 
@@ -69,7 +72,8 @@ def _bias(ctx, param, value):
 @click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
               help="How to solve it: n-slack is dual coordinate descent over the constraints of "
                    "every example (all listed, or grown by cutting planes), each example with its "
-                   "own slack.")
+                   "own slack; online-dual streams the file (memory bounded by a cache of hard "
+                   "constraints, not by the data; Ramanan Alg. 2).")
 @click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
@@ -99,10 +103,11 @@ def _bias(ctx, param, value):
 @click.option("--format", "model_format", type=click.Choice(("svmtrain", "liblinear")),
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
+@online_options
 @zero_based_option
 @quiet_option
 def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
-          rescaling, shrinking, trace_file, model_format, zero_based, quiet):
+          rescaling, shrinking, trace_file, model_format, zero_based, quiet, **online):
     """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
 
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
@@ -110,6 +115,12 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
+    mode = check_online_options(click.get_current_context(), train_file, task, mode, online)
+    if mode == "online-dual":
+        with user_errors():
+            train_online(train_file, model_file, task, C, epsilon, bias, seed, max_epochs, options,
+                         shrinking, trace_file, model_format, zero_based, quiet, online)
+        return
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
                shrinking, trace_file, model_format, zero_based, quiet)
@@ -150,9 +161,10 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
             epoch_bar.set_postfix_str(f"gap {r.relative_gap:.2e}")
 
     try:
-        result = SOLVERS[mode](task, block, train_file, C=C, bias=bias, epsilon=epsilon,
-                               max_epochs=max_epochs, seed=seed, shrinking=shrinking,
-                               on_epoch=on_epoch)
+        with interrupt.watch():   # SIGINT / SIGTERM: stop after the current epoch, write the model
+            result = SOLVERS[mode](task, block, train_file, C=C, bias=bias, epsilon=epsilon,
+                                   max_epochs=max_epochs, seed=seed, shrinking=shrinking,
+                                   on_epoch=on_epoch)
     finally:
         if epoch_bar is not None:
             epoch_bar.close()
@@ -168,6 +180,10 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         write_liblinear(model, model_file)
     else:
         write_model(model, model_file)
+    if result.interrupted:
+        click.echo(f"svmtrain: interrupted ({signal.Signals(interrupt.signal_received()).name}): "
+                   f"wrote {model_file} (relative gap {result.relative_gap:.3g})", err=True)
+        sys.exit(interrupt.exit_status())
     if not result.converged:
         passes = f"{result.rounds} rounds" if result.rounds > 1 else f"{result.epochs} epochs"
         hint = ("; a gap this large usually means features on very different scales: scale them "
