@@ -232,8 +232,8 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
         sys.exit(interrupt.exit_status())
     if online["save_state"]:
         save_state(state_path, result.state, fields)
-    elif wrote_checkpoint and os.path.exists(state_path):
-        os.remove(state_path)          # the checkpoint is superseded by the finished model
+    elif (wrote_checkpoint or online["warm_start"] == state_path) and os.path.exists(state_path):
+        os.remove(state_path)          # a checkpoint superseded by the finished model
     rel = _rel(max(primal, result.dual), result.dual)
     if not quiet:
         how = ("certified by a pass over the data" if verify else

@@ -504,6 +504,10 @@ class OnlineDual:
         over_bytes = opt.cache_limit_bytes is not None and c.nbytes > opt.cache_limit_bytes
         if not (over_count or over_bytes):
             return
+        if over_bytes:      # dead rows first: they count against the bound until compacted
+            c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
+            if c.nbytes <= opt.cache_limit_bytes and not over_count:
+                return
         order = np.lexsort((c.age, c.alpha > 0))        # zeros first, oldest first within each
         n = c.size
         if opt.cache_limit is not None:
@@ -517,6 +521,8 @@ class OnlineDual:
         evict[order[:c.size - n]] = True
         support_lost = bool(np.any(c.alpha[evict] > 0))
         c.keep(~evict)
+        if opt.cache_limit_bytes is not None:
+            c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
         if support_lost:
             # w = sum alpha x over what is left (a feasible alpha: LB stays a true lower bound)
             engine = self._engine_cache().engine(c.alpha, shrinking=False)
