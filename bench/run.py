@@ -3,8 +3,8 @@ one run, never asserted. See bench/README.md.
 
     python bench/run.py [--shared-data DIR] [--only NAME[,NAME]] [--quick] [--repeat N]
 
-Benchmarks: reader, solver, end-to-end, plateau, and the group `tasks` (multiclass, regression,
-ranking, sequence; bench/taskbench.py). Prints one table per benchmark and writes
+Benchmarks: reader, solver, end-to-end, plateau, the group `tasks` (multiclass, regression,
+ranking, sequence; bench/taskbench.py) and `online` (the online-dual mode; bench/onlinebench.py). Prints one table per benchmark and writes
 bench/results/latest.json and latest.md.
 """
 
@@ -25,6 +25,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import onlinebench as online  # noqa: E402
 import taskbench as tasks  # noqa: E402
 from _common import (BIN, PEERS, ROOT, Data, Table, best_of, environment, fr, fs,  # noqa: E402
                      run_timed, warm, write_results)
@@ -361,7 +362,7 @@ def bench_plateau(data, quick, repeat):
 
 
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
-              "plateau": bench_plateau, **tasks.BENCHMARKS}
+              "plateau": bench_plateau, **tasks.BENCHMARKS, **online.BENCHMARKS}
 GROUPS = {"tasks": list(tasks.BENCHMARKS)}     # --only tasks = all four
 
 
