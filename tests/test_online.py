@@ -287,6 +287,12 @@ def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
     resumed = OnlineDual(task, str(a9a5k), opt, state).run()
     assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
     assert resumed.epochs == whole.epochs and resumed.solves == whole.solves
+    # the state fingerprints the rows it has done: other data is refused, not trained on
+    other = tmp_path / "other"
+    lines = open(a9a5k).read().splitlines(keepends=True)
+    other.write_text("".join(lines[1:] + lines[:1]))
+    with pytest.raises(data.DataError, match="not the data the resume state was saved on"):
+        OnlineDual(task, str(other), opt, state).run()
 
 
 def test_sigterm_exits_143_and_nslack_stops_cleanly(runner, a9a_full, tmp_path):

@@ -174,7 +174,10 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
             raise InputError(f"{online['warm_start']}: cannot resume: {e}") from None
     verify = online["verify"] if online["verify"] is not None else train_file != "-"
     state_path = online["save_state"] or f"{model_file}.state.npz"
-    solver = OnlineDual(task, train_file, opt, arrays)
+    try:
+        solver = OnlineDual(task, train_file, opt, arrays)
+    except StateError as e:
+        raise InputError(f"{online['warm_start']}: cannot resume: {e}") from None
 
     def write(result, primal, examples):
         model = Model(task=task_name, mode="online-dual", C=C, bias=bias,

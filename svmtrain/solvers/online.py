@@ -51,6 +51,7 @@ boundary resumes bit for bit; one cut inside a re-optimisation resumes from that
 """
 
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -295,8 +296,13 @@ class OnlineDual:
         self.store_cols = 0             # the task problem's column count and stride (set per chunk)
         self.stride = 1
         self.stream_grouping = _stream_grouping(task)
+        self.row_digest = RowDigest()   # fingerprint of the rows done in the current pass
+        self.digest = None
         if state is not None:
-            self._restore(state)
+            try:
+                self._restore(state)
+            except ValueError as e:       # the engine's or term_dots' checks of the arrays
+                raise StateError(f"inconsistent cache: {e}") from None
 
     # -- geometry ---------------------------------------------------------------------------------
     def _widen(self, n_cols):
@@ -353,6 +359,7 @@ class OnlineDual:
                 self.certified = self.UB - self.LB <= self.opt.epsilon * self.UB
             self.pass_ += 1
             self.rows_done = self.examples_done = self.added_in_pass = self.model_examples = 0
+            self.row_digest = RowDigest()
             self.keys_seen, self.qids_done = set(), set()
         # the final re-optimisation to the inner tolerance (not after a certifying pass: it would
         # move w away from the P(w) that pass measured)
@@ -368,14 +375,38 @@ class OnlineDual:
         """Chunks of whole examples of the current pass, after the rows already done."""
         blocks = data.iter_blocks(self.path, zero_based=self.opt.zero_based,
                                   block_bytes=self.opt.block_bytes, progress=progress)
-        blocks = _skip_rows(blocks, self.rows_done)
+        blocks = self._skip_done(blocks)
         grouping = "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
         for block in data.whole_examples(blocks, grouping):
             yield from _split(block, grouping, self.opt.chunk)
 
+    def _skip_done(self, blocks):
+        """The blocks after the rows already done in this pass (a resumed run), which must be the
+        rows the state was saved on (their fingerprint is checked)."""
+        if not self.rows_done:
+            yield from blocks
+            return
+        n, digest = self.rows_done, RowDigest()
+        for block in blocks:
+            if n:
+                head = block.rows(0, min(n, block.n_rows))
+                digest.add(head)
+                n -= head.n_rows
+                if n == 0 and digest.value != self.digest:
+                    raise data.DataError(self.path, None, "not the data the resume state was saved on "
+                                                          f"(its first {self.rows_done} rows differ)")
+                if head.n_rows == block.n_rows:
+                    continue
+                block = block.rows(head.n_rows, block.n_rows)
+            yield block
+        if n:
+            raise data.DataError(self.path, None, f"has fewer rows than the {self.rows_done} the "
+                                                  "resume state was saved after")
+
     def _explore(self, chunk):
         """Alg. 2 lines 4-10 for every example of the chunk."""
         task, opt = self.task, self.opt
+        self.row_digest.add(chunk)
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
         if chunk.n_features > self.geometry.n_cols:
@@ -550,6 +581,7 @@ class OnlineDual:
             "n_cols": np.array(self.geometry.n_cols), "w": self.w,
             "store_cols": np.array(self.store_cols), "stride": np.array(self.stride),
             "model_examples": np.array(self.model_examples),
+            "digest": np.array(self.row_digest.value, np.int64),
             "LB": np.array(self.LB), "UB": np.array(self.UB),
             "pass": np.array(self.pass_), "rows_done": np.array(self.rows_done),
             "examples_done": np.array(self.examples_done), "added_in_pass": np.array(self.added_in_pass),
@@ -590,6 +622,9 @@ class OnlineDual:
         store = RowStore(s["store_indptr"], s["store_indices"], s["store_data"], s["store_refs"])
         self.cache = Cache(cons, s["C"], s["alpha"], np.zeros(cons.size), s["age"], s["idle"], store)
         self.cache.grad = cons.margin - self._store_dots()
+        self.digest = int(s["digest"])
+        if self.cache.size:
+            self._engine_cache().engine(self.cache.alpha)    # the engine's own checks, once
 
     def _store_dots(self):
         """w . x_c for the cached constraints, over the row store."""
@@ -651,16 +686,21 @@ def _kept_bytes(cache, kept):
     return 8 * (len(kept) + 1) + 64 * len(kept) + 25 * int(lengths.sum()) + 8 * (len(rows) + 1) + 16 * nnz + 8 * len(rows)
 
 
-def _skip_rows(blocks, n):
-    """The blocks after their first n rows."""
-    for block in blocks:
-        if n >= block.n_rows:
-            n -= block.n_rows
-            continue
-        if n:
-            block = block.rows(n, block.n_rows)
-            n = 0
-        yield block
+class RowDigest:
+    """A fingerprint of rows that does not depend on how they were cut into blocks: CRC-32s of
+    their targets, row lengths, columns and values, each in row order."""
+
+    def __init__(self):
+        self.crcs = [0, 0, 0, 0]
+
+    def add(self, block):
+        parts = (block.target, np.diff(block.indptr), block.indices, block.data)
+        self.crcs = [zlib.crc32(np.ascontiguousarray(a).tobytes(), c) for a, c in zip(parts, self.crcs)]
+
+    @property
+    def value(self):
+        a, b, c, d = self.crcs
+        return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
 
 
 def _split(block, grouping, size):
@@ -745,7 +785,7 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
     "store_refs": np.integer, "keys_seen": np.integer, "qids_done": np.integer,
 }
-_SCALAR_KEYS = ("n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
+_SCALAR_KEYS = ("digest", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
 
 
