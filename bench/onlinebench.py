@@ -151,9 +151,9 @@ def _stdin_run(path, k):
                            stdout=subprocess.PIPE)
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-S", "-c", _RSS_WRAPPER, BIN / "svmtrain", "train",
-                               "-m", "online-dual", "--labels", "-1,1", "--seed", SEED, "-",
-                               Path(tmp) / "m"], stdin=gen.stdout, stderr=err, env=pinned_env(),
+        argv = [sys.executable, "-S", "-c", _RSS_WRAPPER, BIN / "svmtrain", "train", "-m", "online-dual",
+                "--labels", "-1,1", "--seed", SEED, "-", Path(tmp) / "m"]
+        proc = subprocess.run([str(a) for a in argv], stdin=gen.stdout, stderr=err, env=pinned_env(),
                               cwd=ROOT)
         wall = time.perf_counter() - start
         gen.stdout.close()
