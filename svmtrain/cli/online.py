@@ -145,6 +145,7 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
     from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers.online import (OnlineDual, OnlineOptions, StateError, load_state,
                                          problem_fields, save_state, streaming_task)
+    from svmtrain.solvers.online import steady_malloc
     from svmtrain.tasks import task_class
 
     if model_format == "liblinear" and zero_based:
@@ -153,6 +154,7 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
         raise InputError(f"--format liblinear is for the binary task (LIBLINEAR's format has no "
                          f"place for a {task_name} model's certificate); use --format svmtrain")
     started = time.perf_counter()
+    steady_malloc()                    # memory bounded by the cache, not by the stream's length
     arrays = online["_state"]
     labels = online["labels"]
     if labels is None and arrays is not None and "problem_labels" in arrays and arrays["problem_labels"].size:
