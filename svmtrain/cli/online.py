@@ -245,13 +245,13 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
                "certified: the last pass added no constraint" if result.certified else
                "of the cached problem, NOT certified: run svmtrain verify-bound")
         click.echo(f"svmtrain: {task_name} online-dual, {examples} {task.examples_are}, "
-                   f"{result.geometry.n_cols} features: {result.passes} passes, {result.solves} "
+                   f"{result.geometry.n_cols} features: {_n(result.passes, 'pass', 'passes')}, {result.solves} "
                    f"re-optimisations, {result.epochs} epochs, {result.cache} constraints cached, "
                    f"{time.perf_counter() - started:.3g} s, primal {primal:.10g}, dual "
                    f"{result.dual:.10g}, relative gap {rel:.3g} ({how})", err=True)
     if certified and rel > epsilon and not quiet:
         click.echo(f"svmtrain: warning: relative gap {rel:.3g} is above epsilon {epsilon:g} after "
-                   f"{result.passes} passes: more --passes close it", err=True)
+                   f"{_n(result.passes, 'pass', 'passes')}: more --passes close it", err=True)
 
 
 def _verify_pass(task, result, C, path, zero_based, quiet):
@@ -267,6 +267,10 @@ def _verify_pass(task, result, C, path, zero_based, quiet):
                 return None, None
     value = acc.value()
     return value.primal, value.examples
+
+
+def _n(k, one, many):
+    return f"{k} {one if k == 1 else many}"
 
 
 def _rel(primal, dual):
