@@ -251,7 +251,6 @@ class OnlineResult:
     certified: bool            # upper is the whole problem's P(w): a pass added nothing
     interrupted: bool = False
     state: dict = field(default_factory=dict)
-    records: list = field(default_factory=list)
 
 
 @dataclass
@@ -289,10 +288,11 @@ class OnlineDual:
         self.examples_seen = 0
         self.next_age = 0
         self.solves = self.epochs = 0
-        self.keys_seen = set()          # keyed tasks: the groups met in the current pass
-        self.qids_done = set()          # consecutive-query tasks (ranking): queries already met
+        self.qids_done = set()          # ranking: the queries met in this pass (a query is one
+                                        # int per query: small next to the data)
         self.certified = False
         self.model_examples = 0         # examples as the primal counts them, in the current pass
+                                        # (keyed tasks: a group once per chunk it appears in)
         self.store_cols = 0             # the task problem's column count and stride (set per chunk)
         self.stride = 1
         self.stream_grouping = _stream_grouping(task)
@@ -332,7 +332,6 @@ class OnlineDual:
         started = time.perf_counter()
         self.started = started
         last_checkpoint = started
-        records = []
         while self.pass_ < self.opt.passes and not self.certified:
             with (progress_for_pass(self.pass_) if progress_for_pass else _null_progress()) as bar:
                 for chunk in self._chunks(bar):
@@ -342,17 +341,16 @@ class OnlineDual:
                     record = ChunkRecord(self.pass_ + 1, self.examples_seen, self.cache.size,
                                          self.LB, self.UB, time.perf_counter() - started,
                                          self.solves, self.epochs, self.cache.nbytes)
-                    records.append(record)
                     if on_chunk is not None:
                         on_chunk(record)
                     if interrupt.requested():
-                        return self._result(records, interrupted=True)
+                        return self._result(interrupted=True)
                     if (self.opt.checkpoint_every is not None and on_checkpoint is not None
                             and time.perf_counter() - last_checkpoint >= self.opt.checkpoint_every):
-                        on_checkpoint(self._result(records))
+                        on_checkpoint(self._result())
                         last_checkpoint = time.perf_counter()
             # end of a pass
-            self.examples_in_file = len(self.keys_seen) if self._keyed else self.model_examples
+            self.examples_in_file = self.model_examples
             if self.added_in_pass == 0:
                 # nothing was added, so nothing was re-optimised: w stayed put through the pass and
                 # every example was checked against it; the cached UB is the whole problem's P(w)
@@ -360,12 +358,12 @@ class OnlineDual:
             self.pass_ += 1
             self.rows_done = self.examples_done = self.added_in_pass = self.model_examples = 0
             self.row_digest = RowDigest()
-            self.keys_seen, self.qids_done = set(), set()
+            self.qids_done = set()
         # the final re-optimisation to the inner tolerance (not after a certifying pass: it would
         # move w away from the P(w) that pass measured)
         if not self.certified and self.cache.size and relative_gap(self.UB, self.LB) > self.opt.epsilon / 2:
             self._optimise()
-        return self._result(records, interrupted=interrupt.requested())
+        return self._result(interrupted=interrupt.requested())
 
     @property
     def _keyed(self):
@@ -422,9 +420,7 @@ class OnlineDual:
         self.rows_done += chunk.n_rows
         self.examples_seen += n_examples
         if self._keyed:
-            keys = np.asarray(task.example_keys(chunk, self.path), np.int64)
-            self.keys_seen.update(keys.tolist())
-            ids_of = keys
+            ids_of = np.asarray(task.example_keys(chunk, self.path), np.int64)
         else:
             ids_of = self.examples_done + np.arange(n_examples, dtype=np.int64)
         self.examples_done += n_examples
@@ -563,14 +559,14 @@ class OnlineDual:
             self._refresh(dual=False)
 
     # -- results and resume state ----------------------------------------------------------------
-    def _result(self, records, interrupted=False):
-        examples = self.examples_in_file if self.examples_in_file is not None else (
-            len(self.keys_seen) if self._keyed else self.model_examples)
+    def _result(self, interrupted=False):
+        examples = (self.examples_in_file if self.examples_in_file is not None
+                    else self.model_examples)
         return OnlineResult(w=self.w.copy(), dual=self.LB, upper=self.UB, geometry=self.geometry,
                             examples=int(examples), passes=self.pass_, epochs=self.epochs,
                             solves=self.solves, cache=self.cache.size,
                             seconds=time.perf_counter() - self.started, certified=self.certified,
-                            interrupted=interrupted, state=self.state(), records=records)
+                            interrupted=interrupted, state=self.state())
 
     def state(self):
         """The resume state as arrays (see save_state)."""
@@ -589,7 +585,6 @@ class OnlineDual:
             "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
             "certified": np.array(self.certified),
-            "keys_seen": np.array(sorted(self.keys_seen), np.int64),
             "qids_done": np.array(sorted(self.qids_done), np.int64),
             "tptr": t.tptr, "term_row": t.term_row, "term_scale": t.term_scale,
             "term_offset": np.asarray(t.term_offset, np.int64), "term_bias": np.asarray(t.term_bias, bool),
@@ -615,7 +610,6 @@ class OnlineDual:
         self.certified = bool(s["certified"])
         self.store_cols, self.stride = int(s["store_cols"]), int(s["stride"])
         self.model_examples = int(s["model_examples"])
-        self.keys_seen = set(s["keys_seen"].tolist())
         self.qids_done = set(s["qids_done"].tolist())
         cons = Constraints(s["tptr"], s["term_row"], s["term_scale"], s["term_offset"],
                            s["term_bias"], s["margin"], s["group"], s["key"])
@@ -803,7 +797,7 @@ _ARRAY_KEYS = {
     "term_offset": np.integer, "term_bias": np.bool_, "margin": np.floating, "group": np.integer,
     "key": np.integer, "C": np.floating, "alpha": np.floating, "age": np.integer, "idle": np.integer,
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
-    "store_refs": np.integer, "keys_seen": np.integer, "qids_done": np.integer,
+    "store_refs": np.integer, "qids_done": np.integer,
 }
 _SCALAR_KEYS = ("digest", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
