@@ -284,6 +284,7 @@ class OnlineDual:
         self.rows_done = 0              # rows of the file finished in the current pass
         self.examples_done = 0          # positional ids handed out in the current pass
         self.added_in_pass = 0          # constraints added in the current pass
+        self.pass_solves = 0            # re-optimisations when the current pass began
         self.examples_in_file = None    # known once a pass has completed
         self.examples_seen = 0
         self.next_age = 0
@@ -351,12 +352,13 @@ class OnlineDual:
                         last_checkpoint = time.perf_counter()
             # end of a pass
             self.examples_in_file = self.model_examples
-            if self.added_in_pass == 0:
-                # nothing was added, so nothing was re-optimised: w stayed put through the pass and
-                # every example was checked against it; the cached UB is the whole problem's P(w)
+            if self.added_in_pass == 0 and self.solves == self.pass_solves:
+                # nothing was added or re-optimised: w stayed put through the pass and every
+                # example was checked against it, so the cached UB is the whole problem's P(w)
                 self.certified = self.UB - self.LB <= self.opt.epsilon * self.UB
             self.pass_ += 1
             self.rows_done = self.examples_done = self.added_in_pass = self.model_examples = 0
+            self.pass_solves = self.solves
             self.row_digest = RowDigest()
             self.qids_done = set()
         # the final re-optimisation to the inner tolerance (not after a certifying pass: it would
@@ -407,18 +409,21 @@ class OnlineDual:
         self.row_digest.add(chunk)
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
-        if chunk.n_features > self.geometry.n_cols:
-            self._widen(chunk.n_features)
+        if max(chunk.n_features, 1) > self.geometry.n_cols:
+            # at least one column: then every class block has a width, and a term's offset tells
+            # a block (offset < blocks * width) from what follows them (see _widen)
+            self._widen(max(chunk.n_features, 1))
         problem = task.problem(chunk, self.path, opt.C, self.geometry)
         self.store_cols, self.stride = problem.n_cols, problem.stride
-        self.model_examples += len(task.costs(chunk, 1.0))
+        counted = len(task.costs(chunk, 1.0))
+        self.model_examples += counted
+        self.examples_seen += counted
         try:
             _, cand = task.worst_offenders(self.w, problem, chunk)
         except NotImplementedError:       # a task without an oracle lists its constraints
             cand = task.all_constraints(problem, chunk)
         n_examples = len(problem.C)
         self.rows_done += chunk.n_rows
-        self.examples_seen += n_examples
         if self._keyed:
             ids_of = np.asarray(task.example_keys(chunk, self.path), np.int64)
         else:
@@ -576,7 +581,7 @@ class OnlineDual:
             "mode": np.array("online-dual"), "version": np.array(STATE_VERSION),
             "n_cols": np.array(self.geometry.n_cols), "w": self.w,
             "store_cols": np.array(self.store_cols), "stride": np.array(self.stride),
-            "model_examples": np.array(self.model_examples),
+            "model_examples": np.array(self.model_examples), "pass_solves": np.array(self.pass_solves),
             "digest": np.array(self.row_digest.value, np.int64),
             "LB": np.array(self.LB), "UB": np.array(self.UB),
             "pass": np.array(self.pass_), "rows_done": np.array(self.rows_done),
@@ -610,6 +615,7 @@ class OnlineDual:
         self.certified = bool(s["certified"])
         self.store_cols, self.stride = int(s["store_cols"]), int(s["stride"])
         self.model_examples = int(s["model_examples"])
+        self.pass_solves = int(s["pass_solves"])
         self.qids_done = set(s["qids_done"].tolist())
         cons = Constraints(s["tptr"], s["term_row"], s["term_scale"], s["term_offset"],
                            s["term_bias"], s["margin"], s["group"], s["key"])
@@ -799,7 +805,7 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
     "store_refs": np.integer, "qids_done": np.integer,
 }
-_SCALAR_KEYS = ("digest", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
+_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
 
 
