@@ -132,7 +132,7 @@ def test_ranking_and_keyed_constraints(runner, tmp_path):
     cons.write_text("\n".join(lines) + "\n")
     assert run(runner, "train", "-q", "-t", "constraints", "-e", "1e-4", cons, tmp_path / "b").exit_code == 0
     r = run(runner, "train", "-q", "-t", "constraints", "-e", "1e-4", "-m", "online-dual", "--chunk", "16",
-            "--passes", "30", cons, tmp_path / "o")
+            "--passes", "30", "--verify", cons, tmp_path / "o")
     assert r.exit_code == 0, r.output
     b, o = read_model(tmp_path / "b"), read_model(tmp_path / "o")
     assert o.examples == 60 and o.dual <= b.primal and b.dual <= o.primal

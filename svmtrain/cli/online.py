@@ -82,7 +82,8 @@ def online_options(f):
                           "of a reading pass to find them; needed with standard input."),
         click.option("--verify/--no-verify", "verify", default=None,
                      help="online-dual: certify the model with one more pass (verify-bound's) and "
-                          "record the true primal  [default: verify, except standard input]"),
+                          "record the true primal  [default: verify, except standard input, and "
+                          "ranking and constraints, whose pass loads the file]"),
         click.option("--checkpoint-every", "checkpoint_every", type=float, default=None,
                      callback=_positive_seconds,
                      help="online-dual: write the model and the resume state every this many "
@@ -174,7 +175,10 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
             arrays = load_state(arrays, fields)
         except StateError as e:
             raise InputError(f"{online['warm_start']}: cannot resume: {e}") from None
-    verify = online["verify"] if online["verify"] is not None else train_file != "-"
+    # by default certify with one more pass, where that pass streams too: not from standard input
+    # (read once), nor for ranking and constraints, whose primal needs the whole file in memory
+    verify = online["verify"] if online["verify"] is not None else (
+        train_file != "-" and task.grouping != "whole")
     state_path = online["save_state"] or f"{model_file}.state.npz"
     try:
         solver = OnlineDual(task, train_file, opt, arrays)
