@@ -266,7 +266,7 @@ def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
     """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run."""
     from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
     task = streaming_task(task_class("binary"), str(a9a5k), {})
-    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300)
+    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000)
     whole = OnlineDual(task, str(a9a5k), opt).run()
 
     def stop_after(n):
@@ -359,3 +359,18 @@ def test_stdin_limits_and_bad_states_exit_2(runner, a9a5k, tmp_path):
     r = run(runner, "train", "--warm-start", tmp_path / "bad.npz", heart, tmp_path / "m2")
     assert r.exit_code == 2 and "cannot resume" in r.output
     interrupt.reset()
+
+
+@pytest.mark.parametrize("task,name", [("binary", "a9a.train.sample"), ("sequence", "conll2000.train.svm")])
+def test_model_does_not_depend_on_the_reader_blocks(task, name):
+    """Chunks are cut by examples across the reader's blocks: tiny blocks (a sentence split between
+    blocks, chunks spanning several) give the model of the default blocks, bit for bit."""
+    path = os.path.join(REPO, "data", name)
+    t = streaming_task(task_class(task), path, {})
+    models = []
+    for block_bytes in (8 << 20, 3000):
+        opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-2, seed=1, passes=2, chunk=70,
+                            block_bytes=block_bytes)
+        models.append(OnlineDual(t, path, opt).run())
+    assert np.array_equal(models[0].w, models[1].w) and models[0].dual == models[1].dual
+    assert models[0].examples == models[1].examples

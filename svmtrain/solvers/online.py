@@ -377,8 +377,7 @@ class OnlineDual:
                                   block_bytes=self.opt.block_bytes, progress=progress)
         blocks = self._skip_done(blocks)
         grouping = "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
-        for block in data.whole_examples(blocks, grouping):
-            yield from _split(block, grouping, self.opt.chunk)
+        yield from _rechunk(data.whole_examples(blocks, grouping), grouping, self.opt.chunk)
 
     def _skip_done(self, blocks):
         """The blocks after the rows already done in this pass (a resumed run), which must be the
@@ -723,17 +722,24 @@ class RowDigest:
         return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
 
 
-def _split(block, grouping, size):
-    """A block of whole examples in chunks of about `size` examples."""
-    if grouping == "row":
-        starts = np.arange(0, block.n_rows, size)
-    else:
-        runs = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1))
-        starts = runs[::size]
-    bounds = list(starts.tolist()) + [block.n_rows]
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if b > a:
-            yield block.rows(a, b)
+def _rechunk(blocks, grouping, size):
+    """Blocks of whole examples re-cut into chunks of `size` examples (the last may be short), so
+    that chunks, and the model, do not depend on how the reader cut the file."""
+    pending = None
+    for block in blocks:
+        joined = block if pending is None else data.concat_blocks([pending, block])
+        if grouping == "row":
+            starts = np.arange(joined.n_rows)
+        else:
+            starts = np.concatenate(([0], np.flatnonzero(joined.qid[1:] != joined.qid[:-1]) + 1))
+        bounds = np.append(starts[::size], joined.n_rows)
+        full = len(starts) // size          # chunks of exactly `size` examples
+        for a, b in zip(bounds[:full].tolist(), bounds[1:full + 1].tolist()):
+            yield joined.rows(a, b)
+        rest = int(bounds[full])
+        pending = joined.rows(rest, joined.n_rows) if rest < joined.n_rows else None
+    if pending is not None:
+        yield pending
 
 
 class _null_progress:
