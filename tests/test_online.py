@@ -374,3 +374,15 @@ def test_model_does_not_depend_on_the_reader_blocks(task, name):
         models.append(OnlineDual(t, path, opt).run())
     assert np.array_equal(models[0].w, models[1].w) and models[0].dual == models[1].dual
     assert models[0].examples == models[1].examples
+
+
+def test_never_loads_the_whole_file(runner, monkeypatch, tmp_path):
+    """Training and its verification pass stream: data.load is never called."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("online-dual loaded the whole file")
+    monkeypatch.setattr(data, "load", refuse)
+    for task, name in (("binary", "a9a.train.sample"), ("multiclass", "pendigits_scale.train.sample"),
+                       ("sequence", "conll2000.train.svm")):
+        r = run(runner, "train", "-q", "-t", task, "-m", "online-dual", "--verify",
+                os.path.join(REPO, "data", name), tmp_path / "m")
+        assert r.exit_code == 0, r.output

@@ -19,10 +19,11 @@ standard input), so memory is bounded by the cache and one chunk, never by the d
             than `keep_rounds` re-optimisations (0: at once, as the paper found best on large data)
 
 The chunk is the unit of the explore-or-optimise decision (Alg. 2 takes it per example; a chunk keeps
-the Python overhead per example small). LB = D(alpha) is a true lower bound on the whole problem (every
+the Python overhead per example small); chunks are cut by examples across the reader's blocks, so the
+model does not depend on the block size. LB = D(alpha) is a true lower bound on the whole problem (every
 alpha outside the cache is 0; pruning removes only zeros); UB is the cached problem's, not the whole
 one's. The whole problem's P(w) takes one more pass over the data: `objective.primal`, the code path
-of verify-bound, which `train --verify` runs at the end. A pass that adds no constraint at all leaves w
+of verify-bound, which `train --verify` runs at the end (the default where that pass streams). A pass that adds no constraint at all leaves w
 unchanged and checks every example against it: then the cached UB is the whole P(w) and training
 stops before the remaining passes (it is still verified when asked).
 
