@@ -725,20 +725,30 @@ class RowDigest:
 
 def _rechunk(blocks, grouping, size):
     """Blocks of whole examples re-cut into chunks of `size` examples (the last may be short), so
-    that chunks, and the model, do not depend on how the reader cut the file."""
-    pending = None
+    that chunks, and the model, do not depend on how the reader cut the file. Only a chunk that
+    straddles two blocks is copied; the others are views of their block."""
+    pending, have = None, 0            # a short chunk carried over, and its examples
     for block in blocks:
-        joined = block if pending is None else data.concat_blocks([pending, block])
         if grouping == "row":
-            starts = np.arange(joined.n_rows)
+            starts = np.arange(block.n_rows)
         else:
-            starts = np.concatenate(([0], np.flatnonzero(joined.qid[1:] != joined.qid[:-1]) + 1))
-        bounds = np.append(starts[::size], joined.n_rows)
-        full = len(starts) // size          # chunks of exactly `size` examples
-        for a, b in zip(bounds[:full].tolist(), bounds[1:full + 1].tolist()):
-            yield joined.rows(a, b)
-        rest = int(bounds[full])
-        pending = joined.rows(rest, joined.n_rows) if rest < joined.n_rows else None
+            starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1))
+        starts = np.append(starts, block.n_rows)          # starts[k]: example k; last: the end
+        n = len(starts) - 1
+        first = 0
+        if pending is not None:
+            first = min(size - have, n)
+            pending = data.concat_blocks([pending, block.rows(0, int(starts[first]))])
+            have += first
+            if have < size:
+                continue
+            yield pending
+            pending, have = None, 0
+        while n - first >= size:
+            yield block.rows(int(starts[first]), int(starts[first + size]))
+            first += size
+        if first < n:
+            pending, have = block.rows(int(starts[first]), block.n_rows), n - first
     if pending is not None:
         yield pending
 
