@@ -144,8 +144,9 @@ def check_online_options(ctx, train_file, task, mode, online):
 def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_epochs, options,
                  shrinking, trace_file, model_format, zero_based, quiet, online):
     from svmtrain.model import Model, write_liblinear, write_model
-    from svmtrain.solvers.online import (OnlineDual, OnlineOptions, StateError, load_state,
-                                         problem_fields, save_state, streaming_task)
+    from svmtrain.solvers import SOLVERS
+    from svmtrain.solvers.online import (OnlineOptions, StateError, load_state, problem_fields,
+                                         save_state, streaming_task)
     from svmtrain.solvers.online import steady_malloc
     from svmtrain.tasks import task_class
 
@@ -181,7 +182,7 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
         train_file != "-" and task.grouping != "whole")
     state_path = online["save_state"] or f"{model_file}.state.npz"
     try:
-        solver = OnlineDual(task, train_file, opt, arrays)
+        solver = SOLVERS["online-dual"](task, train_file, opt, arrays)
     except StateError as e:
         raise InputError(f"{online['warm_start']}: cannot resume: {e}") from None
 

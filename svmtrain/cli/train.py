@@ -116,7 +116,7 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     mode = check_online_options(click.get_current_context(), train_file, task, mode, online)
-    if mode == "online-dual":
+    if mode == "online-dual":     # a streaming solver (SOLVERS[mode].streams): no data.load
         with user_errors():
             train_online(train_file, model_file, task, C, epsilon, bias, seed, max_epochs, options,
                          shrinking, trace_file, model_format, zero_based, quiet, online)

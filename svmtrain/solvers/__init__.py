@@ -1,10 +1,14 @@
-"""Solvers: schedules over the engine (n-slack now; 1-slack and online-dual to come).
+"""Solvers: schedules over the engine (n-slack, online-dual; 1-slack to come).
 
-A solver receives a task object and data; it never imports a concrete task.
+A solver receives a task object and data; it never imports a concrete task. Most take the data as
+one loaded block (`solver(task, block, path, **options)`); a solver marked `streams = True` takes
+the path and streams the file itself, never loading it (`solver(task, path, OnlineOptions, state)`,
+returning its OnlineDual run: `.run(...)` trains).
 """
 
 from svmtrain.solvers.nslack import train_nslack
+from svmtrain.solvers.online import train_online
 
-SOLVERS = {"n-slack": train_nslack}
+SOLVERS = {"n-slack": train_nslack, "online-dual": train_online}
 
-__all__ = ["SOLVERS", "train_nslack"]
+__all__ = ["SOLVERS", "train_nslack", "train_online"]

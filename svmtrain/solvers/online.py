@@ -658,6 +658,15 @@ def steady_malloc():
     return bool(mallopt(M_MMAP_THRESHOLD, 128 * 1024))
 
 
+def train_online(task, path, opt: OnlineOptions, state=None):
+    """The solver registered as "online-dual": a run over the file at `path` (resumed from a
+    state checked by load_state, when given); `.run(...)` streams it and returns an OnlineResult."""
+    return OnlineDual(task, path, opt, state)
+
+
+train_online.streams = True
+
+
 class StateError(ValueError):
     """A resume state that cannot be used (the CLI names the file and exits 2)."""
 
