@@ -74,10 +74,11 @@ def online_options(f):
                      help="online-dual: keep a constraint whose alpha is 0 for this many "
                           "re-optimisations before pruning it (0: prune at once)."),
         click.option("--cache-limit", "cache_limit", type=str, default=None, callback=_cache_limit,
+                     metavar="N|SIZE",
                      help="online-dual: bound the cache hard, in constraints (100000) or bytes "
                           "(512MB, 2GB); evicts alpha = 0 constraints first, then the oldest  "
                           "[default: no bound]"),
-        click.option("--labels", type=str, default=None, callback=_labels,
+        click.option("--labels", type=str, default=None, callback=_labels, metavar="L1,L2,...",
                      help="online-dual, binary/multiclass/sequence: the labels (e.g. 1,-1), instead "
                           "of a reading pass to find them; needed with standard input."),
         click.option("--verify/--no-verify", "verify", default=None,
@@ -85,6 +86,7 @@ def online_options(f):
                           "record the true primal  [default: verify, except standard input, and "
                           "ranking and constraints, whose pass loads the file]"),
         click.option("--checkpoint-every", "checkpoint_every", type=float, default=None,
+                     metavar="SECONDS",
                      callback=_positive_seconds,
                      help="online-dual: write the model and the resume state every this many "
                           "seconds (as on SIGINT / SIGTERM)."),
