@@ -545,8 +545,8 @@ class OnlineDual:
         if opt.cache_limit is not None:
             n = min(n, opt.cache_limit)
         if opt.cache_limit_bytes is not None:
-            # bytes of keeping the k newest-in-order constraints: per-constraint and per-term parts;
-            # store rows are counted once per chunk copy, so this estimate is refined below
+            # the bytes of keeping the last n in eviction order, their rows compacted: n shrinks
+            # by 10% steps until they fit
             while n > 0 and _kept_bytes(c, order[c.size - n:]) > opt.cache_limit_bytes:
                 n = int(n * 0.9)
         evict = np.zeros(c.size, bool)
