@@ -283,7 +283,6 @@ class ControlledTask:
         self.c = controls
         self.original_bias = original_bias
         self._layout = None
-        self.listed = None            # the last listed constraints (for --save-state)
         self.start_alpha = None       # hot start of the listed constraints (--warm-start)
         self.needs_listing = None     # the option that needs them listed, if any
 
@@ -368,10 +367,8 @@ class ControlledTask:
                             f"{self.needs_listing}: the {self.task.name} task has too many "
                             f"constraints to list here (it grows them by cutting planes); dual "
                             f"states cover listed constraints")
-        if cons is not None:
-            self.listed = cons
-            if self.start_alpha is not None:
-                cons.alpha0 = self.start_alpha(cons)
+        if cons is not None and self.start_alpha is not None:
+            cons.alpha0 = self.start_alpha(cons)
         return cons
 
     def worst_offenders(self, w, problem, block):

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from svmtrain import interrupt
 from svmtrain._engine import DualCD
 
 
@@ -120,6 +121,7 @@ class Solution:
     seconds: float
     converged: bool
     records: list = field(default_factory=list)
+    interrupted: bool = False    # stopped early by SIGINT / SIGTERM (svmtrain.interrupt)
 
 
 def relative_gap(primal, dual):
@@ -139,13 +141,14 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     coordinate violates optimality, and periodically: every `exact_every` epochs once the epochs
     since the last check have visited as many constraints as the cache holds); a failed exact check
     with shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
+    A stop request (svmtrain.interrupt) ends the run after the current epoch, with exact bounds.
     """
     start = time.perf_counter()
     if alpha is None:
         alpha = cache.alpha0
     engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
     records = []
-    converged = False
+    converged = interrupted = False
     epoch = 0
     primal = dual = math.nan
     visits = last_exact = 0      # constraints visited, and the epoch, since the last exact check
@@ -175,9 +178,13 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
             on_epoch(record)
         if converged:
             break
+        if interrupt.requested():
+            interrupted = True
+            break
     if not records or not records[-1].exact:
         engine.recompute_w()
         primal, dual = engine.exact_bounds()
     return Solution(w=engine.w.copy(), alpha=engine.alpha.copy(), dual=dual, primal=primal,
                     relative_gap=relative_gap(primal, dual), epochs=epoch,
-                    seconds=time.perf_counter() - start, converged=converged, records=records)
+                    seconds=time.perf_counter() - start, converged=converged, records=records,
+                    interrupted=interrupted)

@@ -344,8 +344,10 @@ def test_state_files_are_validated(tmp_path):
     assert code == 2 and "not a state file" in out
     other = tmp_path / "online.npz"
     np.savez(other, mode=np.str_("online-dual"), format_version=np.int64(1))
-    _, code, out = train(tmp_path, "--warm-start", other, ok=False)
-    assert code == 2 and "from the online-dual mode" in out
+    _, code, out = train(tmp_path, "-m", "n-slack", "--warm-start", other, ok=False)
+    assert code == 2 and "online-dual state, and --mode is n-slack" in out
+    _, code, out = train(tmp_path, "--warm-start", other, ok=False)   # its mode decides: resumes it
+    assert code == 2 and "unsupported state version" in out
     version = tmp_path / "v.npz"
     state = tmp_path / "s.npz"
     train(tmp_path, "--save-state", state)
@@ -601,7 +603,7 @@ def test_states_need_listed_constraints(tmp_path, monkeypatch):
                          data_file="data/pendigits_scale.train.sample", ok=False)
     assert code == 2 and "--save-state: the multiclass task has too many constraints" in out
     assert not (tmp_path / "m").exists() and not (tmp_path / "s.npz").exists()
-    _, code, out = train(tmp_path, "-t", "sequence", "--warm-start", tmp_path / "s.npz",
+    _, code, out = train(tmp_path, "-t", "sequence", "--save-state", tmp_path / "s.npz",
                          data_file="data/conll2000.train.svm", ok=False)
     assert code == 2 and "dual states cover tasks that list them" in out
 

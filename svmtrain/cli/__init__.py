@@ -15,7 +15,7 @@ def main():
 
     Data files are svmlight/libsvm text (plain, .gz, .bz2, .xz, or - for standard input).
     Exit status: 0 success, 1 verify-bound found the gap above tolerance, 2 bad input or usage,
-    130 interrupted.
+    130 interrupted (train writes its model so far), 143 terminated (likewise).
     """
 
 

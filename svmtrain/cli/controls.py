@@ -81,7 +81,11 @@ def control_options(f):
     return f
 
 
-def check_control_options(task, bias, model_format, c):
+# the dual-state options: the controls' (n-slack) and the online-dual mode's resume state
+STATE_OPTIONS = ("save_state_file", "warm_start_file")
+
+
+def check_control_options(task, bias, model_format, c, mode="n-slack"):
     """Option-level checks (before any file is read)."""
     if (c["class_weight_pairs"] or c["class_weight"]) and task not in ("binary", "multiclass"):
         raise click.BadParameter(f"class weights apply to the binary and multiclass tasks, not to "
@@ -97,7 +101,7 @@ def check_control_options(task, bias, model_format, c):
         raise click.BadParameter(f"{', '.join(used)}: LIBLINEAR's model format cannot record "
                                  f"them; use --format svmtrain", param_hint="--format")
     for key, flag in (("warm_start_file", "--warm-start"), ("save_state_file", "--save-state")):
-        if c[key] and task == "sequence":
+        if c[key] and task == "sequence" and mode == "n-slack":
             raise click.BadParameter("the sequence task grows its constraints by cutting planes; "
                                      "dual states cover tasks that list them", param_hint=flag)
 
@@ -223,11 +227,14 @@ class ControlledRun:
         result.primal = priced.primal
         result.relative_gap = relative_gap(result.primal, result.dual)
 
-    def save_state(self, result):
-        if not self.c["save_state_file"]:
-            return
+    def save_state(self, result, model_file=None):
+        """Write the dual state to --save-state, or (an interrupted run) to MODEL_FILE.state.npz;
+        returns its path, or None when there is none (no option, or constraints not listed)."""
+        path = self.c["save_state_file"] or (f"{model_file}.state.npz" if model_file else None)
+        if path is None or result.listed is None:
+            return None
         from svmtrain.state import save_state
-        save_state(self.c["save_state_file"], task=self.inner.name, C=self.C,
-                   examples=result.examples, block=self.block, constraints=self.task.listed,
-                   alpha=result.alpha)
+        save_state(path, task=self.inner.name, C=self.C, examples=result.examples,
+                   block=self.block, constraints=result.listed, alpha=result.alpha)
+        return path
 

@@ -1,21 +1,24 @@
 """svmtrain train: learn a model from a data file and record its certificate."""
 
 import math
+import signal
 import sys
 import time
 
 import click
 
+from svmtrain import interrupt
 from svmtrain.cli.budgeted import (BUDGETED_OPTIONS, budgeted_options, check_budgeted_options,
                                    train_budgeted_command)
-from svmtrain.cli.controls import (ControlledRun, check_control_options, control_options,
-                                   read_controls)
+from svmtrain.cli.controls import (STATE_OPTIONS, ControlledRun, check_control_options,
+                                   control_options, read_controls)
+from svmtrain.cli.online import ONLINE_OPTIONS, check_online_options, online_options, train_online
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 from svmtrain.solvers import LINEAR_MODES
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
-MODES = ("n-slack", "budgeted")
+MODES = ("n-slack", "online-dual", "budgeted")
 DEFAULT_EPSILON = 1e-3
 
 
@@ -74,8 +77,10 @@ def _bias(ctx, param, value):
 @click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
               help="How to solve it: n-slack is dual coordinate descent over the constraints of "
                    "every example (all listed, or grown by cutting planes), each example with its "
-                   "own slack; budgeted is an RBF-kernel SVM with at most --budget support vectors "
-                   "(BSCA; binary, one-vs-rest multiclass, regression; no bias).")
+                   "own slack; online-dual streams the file (memory bounded by a cache of hard "
+                   "constraints, not by the data; Ramanan Alg. 2); budgeted is an RBF-kernel SVM "
+                   "with at most --budget support vectors (BSCA; binary, one-vs-rest multiclass, "
+                   "regression; no bias).")
 @click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
@@ -106,6 +111,7 @@ def _bias(ctx, param, value):
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
 @control_options
+@online_options
 @budgeted_options
 @zero_based_option
 @quiet_option
@@ -118,19 +124,27 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     budgeted = {name: grouped.pop(name) for name in BUDGETED_OPTIONS}
-    controls = grouped
+    online = {name: grouped.pop(name) for name in ONLINE_OPTIONS}
+    controls = grouped           # with --save-state / --warm-start, which every resumable mode reads
+    online.update(save_state=controls["save_state_file"], warm_start=controls["warm_start_file"])
+    mode = check_online_options(click.get_current_context(), train_file, task, mode, online)
     check_budgeted_options(mode, task, budgeted, bias=bias, loss=loss, rescaling=rescaling,
                            model_format=model_format)
-    check_control_options(task, bias, model_format, controls)
-    if mode not in LINEAR_MODES and any(controls.values()):
-        raise click.BadParameter(f"the training controls apply to the linear modes, not to "
-                                 f"{mode} (give per-example costs as cost: tokens)",
+    check_control_options(task, bias, model_format, controls, mode)
+    if mode not in LINEAR_MODES and any(v for k, v in controls.items() if k not in STATE_OPTIONS):
+        raise click.BadParameter(f"the training controls apply to the {' and '.join(LINEAR_MODES)} "
+                                 f"mode{'s' * (len(LINEAR_MODES) > 1)}, not to {mode}",
                                  param_hint="--mode")
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     if mode == "budgeted":
         with user_errors():
             train_budgeted_command(train_file, model_file, task, C, epsilon, seed, options,
                                    trace_file, zero_based, quiet, **budgeted)
+        return
+    if mode == "online-dual":     # a streaming solver: no data.load
+        with user_errors():
+            train_online(train_file, model_file, task, C, epsilon, bias, seed, max_epochs, options,
+                         shrinking, trace_file, model_format, zero_based, quiet, online)
         return
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
@@ -174,9 +188,10 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
             epoch_bar.set_postfix_str(f"gap {r.relative_gap:.2e}")
 
     try:
-        result = SOLVERS[mode](run.task, block, train_file, C=C, bias=run.solver_bias,
-                               epsilon=epsilon, max_epochs=max_epochs, seed=seed,
-                               shrinking=shrinking, on_epoch=on_epoch)
+        with interrupt.watch():   # SIGINT / SIGTERM: stop after the current epoch, write the model
+            result = SOLVERS[mode](run.task, block, train_file, C=C, bias=run.solver_bias,
+                                   epsilon=epsilon, max_epochs=max_epochs, seed=seed,
+                                   shrinking=shrinking, on_epoch=on_epoch)
         run.finish(result)
     finally:
         if epoch_bar is not None:
@@ -193,7 +208,13 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         write_liblinear(model, model_file)
     else:
         write_model(model, model_file)
-    run.save_state(result)
+    # --save-state; an interrupted run also leaves MODEL_FILE.state.npz to --warm-start from
+    state = run.save_state(result, model_file if result.interrupted else None)
+    if result.interrupted:
+        kept = f" and {state}" if state else ""
+        click.echo(f"svmtrain: interrupted ({signal.Signals(interrupt.signal_received()).name}): "
+                   f"wrote {model_file}{kept} (relative gap {result.relative_gap:.3g})", err=True)
+        sys.exit(interrupt.exit_status())
     if not result.converged:
         passes = f"{result.rounds} rounds" if result.rounds > 1 else f"{result.epochs} epochs"
         hint = ("; a gap this large usually means features on very different scales: scale them "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from svmtrain import objective
+from svmtrain import interrupt, objective
 from svmtrain.engine import ConstraintCache, EpochRecord, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
@@ -39,6 +39,8 @@ class TrainResult:
     rounds: int = 0
     constraints: int = 0
     records: list = field(default_factory=list)
+    interrupted: bool = False      # stopped early by SIGINT / SIGTERM: a valid model, not converged
+    listed: object = None          # the listed constraints (alpha's order), which a dual state keeps
 
 
 def _cache(problem, cons):
@@ -69,7 +71,8 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
         P, D = priced.primal, objective.dual(sol.w, listed.margin, sol.alpha)
         return TrainResult(sol.w, sol.alpha, D, P, relative_gap(P, D), sol.epochs,
                            time.perf_counter() - started, sol.converged, geometry,
-                           priced.examples, rounds=1, constraints=listed.size)
+                           priced.examples, rounds=1, constraints=listed.size,
+                           interrupted=sol.interrupted, listed=listed)
     return _cutting_planes(task, block, path, problem, geometry, C=C, epsilon=epsilon,
                            max_epochs=max_epochs, seed=seed, shrinking=shrinking,
                            on_epoch=on_epoch, inactive_rounds=inactive_rounds, started=started)
@@ -120,6 +123,8 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         epochs += sol.epochs
         w, alpha = sol.w, sol.alpha
         D = objective.dual(w, cache.margin, alpha)
+        if interrupt.requested():
+            break
         idle = np.where(alpha > 0, 0, idle + 1)
         stale = idle > inactive_rounds
         if np.any(stale):
@@ -130,7 +135,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
     P = priced.primal
     return TrainResult(w, alpha, D, P, relative_gap(P, D), epochs, time.perf_counter() - started,
                        converged, geometry, priced.examples, rounds=round_,
-                       constraints=cache.size, records=records)
+                       constraints=cache.size, records=records, interrupted=interrupt.requested())
 
 
 def _gradients(problem, cons, w):

@@ -148,6 +148,9 @@ class Task(ABC):
     grouping = "row"
     #: what an example is, in the train summary and verify-bound's count
     examples_are = "examples"
+    #: True when an example is named by a key from the data (`example_keys`) rather than by its
+    #: position in the file: its rows may lie anywhere (online-dual streams such a task row by row)
+    keyed_examples = False
 
     # -- set-up (the defaults are those of a task without labels or options) ---------------------
     @classmethod
@@ -189,6 +192,11 @@ class Task(ABC):
     def worst_offenders(self, w, problem, block):
         """(H, constraints): per example H_i = max_j (l_ij - w . x_ij) (or its slack-rescaled form),
         and one constraint per example: the argmax (loss-augmented inference)."""
+
+    def example_keys(self, block, path):
+        """With `keyed_examples`: one int64 key per example of the block (in the order of `costs`),
+        naming it across blocks and passes."""
+        raise NotImplementedError
 
     # -- what the primal (training reports and verify-bound) uses --------------------------------
     @abstractmethod

@@ -37,6 +37,14 @@ class RawConstraints(PredictsScores, Task):
     name = "constraints"
     grouping = "whole"
     examples_are = "slack groups"
+    keyed_examples = True
+
+    def example_keys(self, block, path):
+        """A group's qid, or -(its line number) for a line without one (its own group)."""
+        group, _ = slack_groups(block, path)
+        _, first = np.unique(group, return_index=True)
+        qid = block.qid[first]
+        return np.where(qid >= 0, qid, -block.line[first]).astype(np.int64)
 
     def costs(self, block, C):
         return C * slack_groups(block, "")[1]

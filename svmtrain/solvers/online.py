@@ -1,0 +1,915 @@
+"""The online-dual mode: out-of-core training with a cache of hard constraints (Ramanan sec. 3, Alg. 2).
+
+The problem is the one every mode solves (DESIGN.md; C explicit):
+
+    P(w) = 1/2 ||w||^2 + sum_i C_i max(0, max_j (l_ij - w.x_ij)),   D(a) <= OPT <= P(w(a))
+
+but the file is only ever streamed, chunk by chunk (svmtrain.data.iter_blocks: plain, compressed or
+standard input), so memory is bounded by the cache and one chunk, never by the data:
+
+    A = {}, w = 0, UB = LB = 0
+    for every chunk of whole examples (a few hundred to a few thousand):
+        each example's worst offender j under the current w (the task's loss-augmented inference),
+            g_ij = l_ij - w.x_ij
+        if g_ij > xi_i (the slack example i already pays in the cache, 0 when it has no constraint
+            there): UB += C_i (g_ij - xi_i), add ij to A with alpha_ij = 0
+        if UB - LB > epsilon UB: re-optimise A with the engine (svmtrain.engine.solve, hot-started
+            from alpha) until the cached problem's exact bounds meet epsilon / 2; LB = D(alpha),
+            UB = the cached problem's exact P; drop the constraints whose alpha has been 0 for more
+            than `keep_rounds` re-optimisations (0: at once, as the paper found best on large data)
+
+The chunk is the unit of the explore-or-optimise decision (Alg. 2 takes it per example; a chunk keeps
+the Python overhead per example small); chunks are cut by examples across the reader's blocks, so the
+model does not depend on the block size. LB = D(alpha) is a true lower bound on the whole problem (every
+alpha outside the cache is 0; pruning removes only zeros); UB is the cached problem's, not the whole
+one's. The whole problem's P(w) takes one more pass over the data: `objective.primal`, the code path
+of verify-bound, which `train --verify` runs at the end (the default where that pass streams). A pass that adds no constraint at all leaves w
+unchanged and checks every example against it: then the cached UB is the whole P(w) and training
+stops before the remaining passes (it is still verified when asked).
+
+Passes: an example's slack group is its position in the file (its key, for the constraints task whose
+qid groups may lie anywhere), so constraints found in different passes share its slack.
+
+Memory: the engine's constraints name data rows by index, and the rows of a chunk are gone once the
+next is read. The cache therefore owns a `RowStore`: when a constraint is added, the rows its terms use
+are copied into the store (one copy per chunk and row, shared by that chunk's constraints on it) and
+the terms are renumbered to the store's rows; every stored row counts the cached terms on it, pruning
+or eviction releases them, and the store is compacted (live rows moved down, terms renumbered) when
+dead entries outweigh live ones. `cache_limit` bounds the cache hard, checked after every chunk's
+additions: in constraints, or in bytes of the cache's arrays and its store; eviction takes the
+constraints with alpha = 0 first (oldest first), then the oldest; evicting a support vector takes its
+alpha out of w (w and LB are recomputed: LB stays a true lower bound, of a feasible alpha).
+
+Features are not known in advance when streaming: the weight vector widens when a chunk brings a new
+column (each class block gets zeros for the new features; terms that reach past the blocks, e.g. the
+sequence task's transitions, move with them). Labels are: a labelled task (binary, multiclass,
+sequence) takes them from --labels or from one reading pass over the file before training.
+
+Resume state (`save_state` / `load_state`): an .npz with mode = 'online-dual', holding the cache, its
+row store, alpha, w, the bounds, the position in the file (pass, rows done) and the options that
+define the problem; `train --warm-start STATE` continues from it exactly (a run cut at a chunk
+boundary resumes bit for bit; one cut inside a re-optimisation resumes from that feasible alpha).
+"""
+
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from svmtrain import data, interrupt, objective
+from svmtrain._linear import term_dots
+from svmtrain.engine import ConstraintCache, relative_gap, solve
+from svmtrain.tasks.base import Constraints, Geometry
+
+STATE_VERSION = 1
+DEFAULT_CHUNK = 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# The row store
+
+
+class RowStore:
+    """CSR rows copied out of streamed chunks, with a count of the cached terms using each row.
+
+    Arrays grow by doubling (appending a chunk's rows costs its own size, not the store's)."""
+
+    def __init__(self, indptr=None, indices=None, data_=None, refs=None):
+        if indptr is None:
+            indptr, indices, data_, refs = (np.zeros(1, np.int64), np.zeros(0, np.int64),
+                                            np.zeros(0), np.zeros(0, np.int64))
+        self.n_rows = len(indptr) - 1
+        self.nnz = int(indptr[-1])
+        self._indptr = _grown(np.asarray(indptr, np.int64), len(indptr))
+        self._indices = _grown(np.asarray(indices, np.int64), self.nnz)
+        self._data = _grown(np.asarray(data_, np.float64), self.nnz)
+        self._refs = _grown(np.asarray(refs, np.int64), self.n_rows)
+
+    @property
+    def indptr(self):
+        return self._indptr[:self.n_rows + 1]
+
+    @property
+    def indices(self):
+        return self._indices[:self.nnz]
+
+    @property
+    def data(self):
+        return self._data[:self.nnz]
+
+    @property
+    def refs(self):
+        return self._refs[:self.n_rows]
+
+    @property
+    def nbytes(self):
+        return 8 * (self.n_rows + 1) + 16 * self.nnz + 8 * self.n_rows
+
+    def add(self, indptr, indices, data_, rows):
+        """Copy rows `rows` of the CSR (indptr, indices, data_) in; their new row numbers."""
+        rows = np.asarray(rows, np.int64)
+        starts = indptr[rows]
+        lengths = indptr[rows + 1] - starts
+        total = int(lengths.sum())
+        self._indptr = _room(self._indptr, self.n_rows + 1 + len(rows))
+        self._indices = _room(self._indices, self.nnz + total)
+        self._data = _room(self._data, self.nnz + total)
+        self._refs = _room(self._refs, self.n_rows + len(rows))
+        ends = np.cumsum(lengths)
+        src = np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
+        self._indices[self.nnz:self.nnz + total] = indices[src]
+        self._data[self.nnz:self.nnz + total] = data_[src]
+        self._indptr[self.n_rows + 1:self.n_rows + 1 + len(rows)] = self.nnz + ends
+        self._refs[self.n_rows:self.n_rows + len(rows)] = 0
+        ids = self.n_rows + np.arange(len(rows), dtype=np.int64)
+        self.n_rows += len(rows)
+        self.nnz += total
+        return ids
+
+    def hold(self, term_row):
+        np.add.at(self._refs, term_row, 1)
+
+    def release(self, term_row):
+        np.subtract.at(self._refs, term_row, 1)
+
+    def compact(self, term_row, force=False):
+        """Drop the rows no term uses when they hold more entries than the live rows; returns
+        term_row renumbered (the same array when nothing moved)."""
+        live = self.refs > 0
+        lengths = np.diff(self.indptr)
+        dead_nnz = int(lengths[~live].sum())
+        if not force and (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
+                          and (~live).sum() <= max(live.sum(), 1 << 12)):
+            return term_row
+        keep = np.flatnonzero(live)
+        old = (self.indptr.copy(), self.indices.copy(), self.data.copy(), self.refs[keep].copy())
+        self.__init__()
+        ids = self.add(old[0], old[1], old[2], keep)
+        self._refs[:len(keep)] = old[3]
+        renumber = np.full(len(live), -1, np.int64)
+        renumber[keep] = ids
+        return renumber[term_row]
+
+
+def _grown(a, n):
+    out = np.zeros(max(2 * n, 16), a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+def _room(a, n):
+    if n <= len(a):
+        return a
+    out = np.zeros(max(2 * len(a), n), a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The cache
+
+
+@dataclass
+class Cache:
+    """Cached constraints (terms over the store's rows) and their per-constraint state."""
+
+    cons: Constraints          # group = the example's global id (position in the file, or key)
+    C: np.ndarray              # C_i of each constraint's example
+    alpha: np.ndarray
+    grad: np.ndarray           # g_c = l_c - w.x_c at the current w
+    age: np.ndarray            # insertion number (eviction: oldest first)
+    idle: np.ndarray           # re-optimisations with alpha == 0
+    store: RowStore = field(default_factory=RowStore)
+
+    @classmethod
+    def empty(cls):
+        z = np.zeros(0)
+        i = np.zeros(0, np.int64)
+        return cls(Constraints.empty(), z, z, z, i, i)
+
+    @property
+    def size(self):
+        return self.cons.size
+
+    @property
+    def nbytes(self):
+        m, t = self.cons.size, len(self.cons.term_row)
+        return 8 * (m + 1) + 64 * m + 25 * t + self.store.nbytes
+
+    def keep(self, mask):
+        """Keep the constraints where mask is True; release the rows of the others."""
+        gone = self.cons.select(~mask)
+        if gone.size:
+            self.store.release(gone.term_row)
+        self.cons = self.cons.select(mask)
+        self.C, self.alpha, self.grad = self.C[mask], self.alpha[mask], self.grad[mask]
+        self.age, self.idle = self.age[mask], self.idle[mask]
+        self.cons.term_row = self.store.compact(self.cons.term_row)
+
+    def groups(self):
+        """(sorted global ids, index of each constraint's group, C per group, xi per group)."""
+        ids, inv = np.unique(self.cons.group, return_inverse=True)
+        C_group = np.zeros(len(ids))
+        C_group[inv] = self.C
+        xi = np.full(len(ids), -np.inf)
+        np.maximum.at(xi, inv, self.grad)
+        return ids, inv.astype(np.int64), C_group, np.maximum(xi, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The solver
+
+
+@dataclass
+class ChunkRecord:
+    """One trace line: after a chunk (and its re-optimisation, if one ran)."""
+
+    pass_: int
+    examples: int              # examples seen in all passes so far
+    cache: int                 # constraints cached
+    lower: float               # LB = D(alpha), a true lower bound on OPT
+    upper: float               # UB of the cached problem (not a bound on the whole problem)
+    seconds: float
+    solves: int
+    epochs: int
+    nbytes: int                # bytes of the cache's arrays and row store
+
+
+@dataclass
+class OnlineResult:
+    w: np.ndarray
+    dual: float                # LB = D(alpha)
+    upper: float               # the cached problem's P (a true P(w) only when `certified`)
+    geometry: Geometry
+    examples: int              # examples in the file (the last complete pass), or seen so far
+    passes: int                # passes completed
+    epochs: int
+    solves: int
+    cache: int
+    seconds: float
+    certified: bool            # upper is the whole problem's P(w): a pass added nothing
+    interrupted: bool = False
+    state: dict = field(default_factory=dict)
+
+
+@dataclass
+class OnlineOptions:
+    C: float
+    bias: Optional[float]
+    epsilon: float
+    seed: int
+    passes: int = 1
+    chunk: int = DEFAULT_CHUNK
+    keep_rounds: int = 0
+    cache_limit: Optional[int] = None          # constraints
+    cache_limit_bytes: Optional[int] = None
+    max_epochs: int = 1000
+    shrinking: bool = True
+    zero_based: bool = False
+    checkpoint_every: Optional[float] = None   # seconds
+    block_bytes: int = 8 << 20
+
+
+class OnlineDual:
+    """One training run's state; `run` streams the passes."""
+
+    def __init__(self, task, path, opt: OnlineOptions, state=None):
+        self.task, self.path, self.opt = task, path, opt
+        self.geometry = Geometry(0, opt.bias)
+        self.w = np.zeros(task.n_weights(self.geometry))
+        self.cache = Cache.empty()
+        self.LB = self.UB = 0.0
+        self.pass_ = 0                  # current pass (0-based)
+        self.rows_done = 0              # rows of the file finished in the current pass
+        self.examples_done = 0          # positional ids handed out in the current pass
+        self.added_in_pass = 0          # constraints added in the current pass
+        self.pass_solves = 0            # re-optimisations when the current pass began
+        self.examples_in_file = None    # known once a pass has completed
+        self.examples_seen = 0
+        self.next_age = 0
+        self.solves = self.epochs = 0
+        self.qids_done = set()          # ranking: the queries met in this pass (a query is one
+                                        # int per query: small next to the data)
+        self.certified = False
+        self.model_examples = 0         # examples as the primal counts them, in the current pass
+                                        # (keyed tasks: a group once per chunk it appears in)
+        self.store_cols = 0             # the task problem's column count and stride (set per chunk)
+        self.stride = 1
+        self.stream_grouping = _stream_grouping(task)
+        self.row_digest = RowDigest()   # fingerprint of the rows done in the current pass
+        self.digest = None
+        if state is not None:
+            try:
+                self._restore(state)
+            except ValueError as e:       # the engine's or term_dots' checks of the arrays
+                raise StateError(f"inconsistent cache: {e}") from None
+
+    # -- geometry ---------------------------------------------------------------------------------
+    def _widen(self, n_cols):
+        """Give w room for features up to n_cols (zeros for the new ones in every class block)."""
+        old = self.geometry
+        new = Geometry(n_cols, old.bias)
+        blocks = self.task.n_weights(Geometry(old.n_cols + 1, old.bias)) - self.task.n_weights(old)
+        tail = len(self.w) - blocks * old.width
+        flat = np.asarray(self.task.model_weights(self.w, old), np.float64).ravel()
+        head = flat[:blocks * old.width].reshape(blocks, old.width)
+        wide = np.zeros((blocks, new.width))
+        wide[:, :old.n_cols] = head[:, :old.n_cols]
+        wide[:, new.n_cols:] = head[:, old.n_cols:]            # the bias weight, if any
+        self.w = self.task.solver_weights(np.concatenate([wide.ravel(), flat[blocks * old.width:]]))
+        assert len(self.w) == self.task.n_weights(new) and tail >= 0
+        # terms past the blocks (sequence transitions) move with the blocks' end
+        t = self.cache.cons
+        if len(t.term_offset):
+            past = t.term_offset >= blocks * old.width
+            t.term_offset = np.where(past, t.term_offset + blocks * (new.width - old.width), t.term_offset)
+        self.geometry = new
+
+    # -- the passes -------------------------------------------------------------------------------
+    def run(self, progress_for_pass=None, on_chunk=None, on_checkpoint=None):
+        """Stream the remaining passes. `progress_for_pass(p)` returns a context manager yielding the
+        reader's byte callback; `on_chunk(ChunkRecord)` traces; `on_checkpoint(result)` writes."""
+        started = time.perf_counter()
+        self.started = started
+        last_checkpoint = started
+        while self.pass_ < self.opt.passes and not self.certified:
+            with (progress_for_pass(self.pass_) if progress_for_pass else _null_progress()) as bar:
+                for chunk in self._chunks(bar):
+                    self._explore(chunk)
+                    if self.UB - self.LB > self.opt.epsilon * self.UB:
+                        self._optimise()
+                    record = ChunkRecord(self.pass_ + 1, self.examples_seen, self.cache.size,
+                                         self.LB, self.UB, time.perf_counter() - started,
+                                         self.solves, self.epochs, self.cache.nbytes)
+                    if on_chunk is not None:
+                        on_chunk(record)
+                    if interrupt.requested():
+                        return self._result(interrupted=True)
+                    if (self.opt.checkpoint_every is not None and on_checkpoint is not None
+                            and time.perf_counter() - last_checkpoint >= self.opt.checkpoint_every):
+                        on_checkpoint(self._result())
+                        last_checkpoint = time.perf_counter()
+            # end of a pass
+            self.examples_in_file = self.model_examples
+            if self.added_in_pass == 0 and self.solves == self.pass_solves:
+                # nothing was added or re-optimised: w stayed put through the pass and every
+                # example was checked against it, so the cached UB is the whole problem's P(w)
+                self.certified = self.UB - self.LB <= self.opt.epsilon * self.UB
+            self.pass_ += 1
+            self.rows_done = self.examples_done = self.added_in_pass = self.model_examples = 0
+            self.pass_solves = self.solves
+            self.row_digest = RowDigest()
+            self.qids_done = set()
+        # the final re-optimisation to the inner tolerance (not after a certifying pass: it would
+        # move w away from the P(w) that pass measured)
+        if not self.certified and self.cache.size and relative_gap(self.UB, self.LB) > self.opt.epsilon / 2:
+            self._optimise()
+        return self._result(interrupted=interrupt.requested())
+
+    @property
+    def _keyed(self):
+        return self.stream_grouping == "keyed"
+
+    def _chunks(self, progress):
+        """Chunks of whole examples of the current pass, after the rows already done."""
+        blocks = data.iter_blocks(self.path, zero_based=self.opt.zero_based,
+                                  block_bytes=self.opt.block_bytes, progress=progress)
+        blocks = self._skip_done(blocks)
+        grouping = "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
+        yield from _rechunk(data.whole_examples(blocks, grouping), grouping, self.opt.chunk)
+
+    def _skip_done(self, blocks):
+        """The blocks after the rows already done in this pass (a resumed run), which must be the
+        rows the state was saved on (their fingerprint is checked)."""
+        if not self.rows_done:
+            yield from blocks
+            return
+        n, digest = self.rows_done, RowDigest()
+        for block in blocks:
+            if n:
+                head = block.rows(0, min(n, block.n_rows))
+                digest.add(head)
+                n -= head.n_rows
+                if n == 0 and digest.value != self.digest:
+                    raise data.DataError(self.path, None, "not the data the resume state was saved on "
+                                                          f"(its first {self.rows_done} rows differ)")
+                if head.n_rows == block.n_rows:
+                    continue
+                block = block.rows(head.n_rows, block.n_rows)
+            yield block
+        if n:
+            raise data.DataError(self.path, None, f"has fewer rows than the {self.rows_done} the "
+                                                  "resume state was saved after")
+
+    def _explore(self, chunk):
+        """Alg. 2 lines 4-10 for every example of the chunk."""
+        task, opt = self.task, self.opt
+        self.row_digest.add(chunk)
+        if self.stream_grouping == "queries":
+            self._check_queries(chunk)
+        if max(chunk.n_features, 1) > self.geometry.n_cols:
+            # at least one column: then every class block has a width, and a term's offset tells
+            # a block (offset < blocks * width) from what follows them (see _widen)
+            self._widen(max(chunk.n_features, 1))
+        problem = task.problem(chunk, self.path, opt.C, self.geometry)
+        self.store_cols, self.stride = problem.n_cols, problem.stride
+        counted = len(task.costs(chunk, 1.0))
+        self.model_examples += counted
+        self.examples_seen += counted
+        try:
+            _, cand = task.worst_offenders(self.w, problem, chunk)
+        except NotImplementedError:       # a task without an oracle lists its constraints
+            cand = task.all_constraints(problem, chunk)
+        n_examples = len(problem.C)
+        self.rows_done += chunk.n_rows
+        if self._keyed:
+            ids_of = np.asarray(task.example_keys(chunk, self.path), np.int64)
+        else:
+            ids_of = self.examples_done + np.arange(n_examples, dtype=np.int64)
+        self.examples_done += n_examples
+        if not cand.size:
+            return
+        g = cand.margin - _dots(problem, cand, self.w, self.geometry)
+        # each example's worst offender among its candidates (first on ties)
+        order = np.lexsort((np.arange(cand.size), -g, cand.group))
+        first = np.ones(len(order), bool)
+        first[1:] = cand.group[order[1:]] != cand.group[order[:-1]]
+        best = np.sort(order[first])
+        g_best = g[best]
+        local = cand.group[best]
+        C_best = problem.C[local]
+        gid = ids_of[local]
+        # the slack each example already pays in the cache (0 when it has no constraint there)
+        xi = np.zeros(len(best))
+        ids, _, C_group, xi_group = self.cache.groups() if self.cache.size else (np.zeros(0, np.int64),) * 4
+        if len(ids):
+            pos = np.minimum(np.searchsorted(ids, gid), len(ids) - 1)
+            found = ids[pos] == gid
+            xi[found] = xi_group[pos[found]]
+            if self._keyed and np.any(found & (C_group[pos] != C_best)):
+                i = int(np.flatnonzero(found & (C_group[pos] != C_best))[0])
+                raise data.DataError(self.path, _line_of(cand, best[i], chunk),
+                                     f"cost {C_best[i] / opt.C:g} differs from the cost "
+                                     f"{C_group[pos[i]] / opt.C:g} of an earlier line of its slack group")
+        add = (g_best > xi + 1e-12 * np.maximum(1.0, np.abs(g_best))) & (C_best > 0)
+        if len(ids) and np.any(add & found):
+            add &= _not_cached(self.cache.cons, gid, cand.key[best], add & found)
+        if not np.any(add):
+            return
+        pick = best[add]
+        self.UB += float(np.dot(C_best[add], g_best[add] - xi[add]))
+        new = cand.select(np.isin(np.arange(cand.size), pick))
+        rows, inverse = np.unique(new.term_row, return_inverse=True)
+        stored = self.cache.store.add(problem.indptr, problem.indices, problem.data, rows)
+        new.term_row = stored[inverse].astype(np.int64)
+        self.cache.store.hold(new.term_row)
+        new.group = gid[add]
+        m = new.size
+        c = self.cache
+        c.cons = Constraints.concat([c.cons, new])
+        c.C = np.concatenate([c.C, C_best[add]])
+        c.alpha = np.concatenate([c.alpha, np.zeros(m)])
+        c.grad = np.concatenate([c.grad, g_best[add]])
+        c.age = np.concatenate([c.age, self.next_age + np.arange(m, dtype=np.int64)])
+        c.idle = np.concatenate([c.idle, np.zeros(m, np.int64)])
+        self.next_age += m
+        self.added_in_pass += m
+        self._enforce_limit()
+
+    def _check_queries(self, chunk):
+        """Ranking streams query by query: a query's lines must be together in the file."""
+        starts = np.concatenate(([0], np.flatnonzero(chunk.qid[1:] != chunk.qid[:-1]) + 1))
+        for s in starts.tolist():
+            q = int(chunk.qid[s])
+            if q in self.qids_done and q >= 0:
+                raise data.DataError(self.path, int(chunk.line[s]),
+                                     f"qid {q} appears again after other queries: the online-dual "
+                                     "mode streams a query at a time, so its lines must be together")
+            self.qids_done.add(q)
+
+    def _engine_cache(self):
+        c = self.cache
+        ids, inv, C_group, _ = c.groups()
+        return ConstraintCache(
+            indptr=c.store.indptr, indices=c.store.indices, data=c.store.data, n_cols=self.store_cols,
+            tptr=c.cons.tptr, term_row=c.cons.term_row, term_scale=c.cons.term_scale,
+            term_offset=c.cons.term_offset, term_bias=c.cons.term_bias, margin=c.cons.margin,
+            group=inv, C_group=C_group, n_w=len(self.w), bias=self.geometry.bias,
+            stride=self.stride)
+
+    def _optimise(self):
+        """Alg. 2 lines 11-13: re-optimise the cache, hot-started, then prune."""
+        c = self.cache
+        if not c.size:
+            return
+        sol = solve(self._engine_cache(), epsilon=self.opt.epsilon / 2, max_epochs=self.opt.max_epochs,
+                    seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking)
+        self.solves += 1
+        self.epochs += sol.epochs
+        self.w, c.alpha = sol.w, sol.alpha
+        self._refresh()
+        c.idle = np.where(c.alpha > 0, 0, c.idle + 1)
+        stale = c.idle > self.opt.keep_rounds
+        if np.any(stale):
+            c.keep(~stale)
+            self._refresh(dual=False)
+
+    def _refresh(self, dual=True):
+        """Gradients, UB (cached problem) and, after w moved, LB = D(alpha) at the current w."""
+        c = self.cache
+        c.grad = c.cons.margin - self._store_dots()
+        ww = float(np.dot(self.w, self.w))
+        if dual:
+            self.LB = objective.dual(self.w, c.cons.margin, c.alpha)
+        if c.size:
+            _, _, C_group, xi = c.groups()
+            self.UB = 0.5 * ww + float(np.dot(C_group, xi))
+        else:
+            self.UB = 0.5 * ww
+
+    def _enforce_limit(self):
+        """Evict down to the cache limit: alpha == 0 first (oldest first), then the oldest."""
+        c, opt = self.cache, self.opt
+        over_count = opt.cache_limit is not None and c.size > opt.cache_limit
+        over_bytes = opt.cache_limit_bytes is not None and c.nbytes > opt.cache_limit_bytes
+        if not (over_count or over_bytes):
+            return
+        if over_bytes:      # dead rows first: they count against the bound until compacted
+            c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
+            if c.nbytes <= opt.cache_limit_bytes and not over_count:
+                return
+        order = np.lexsort((c.age, c.alpha > 0))        # zeros first, oldest first within each
+        n = c.size
+        if opt.cache_limit is not None:
+            n = min(n, opt.cache_limit)
+        if opt.cache_limit_bytes is not None:
+            # the bytes of keeping the last n in eviction order, their rows compacted: n shrinks
+            # by 10% steps until they fit
+            while n > 0 and _kept_bytes(c, order[c.size - n:]) > opt.cache_limit_bytes:
+                n = int(n * 0.9)
+        evict = np.zeros(c.size, bool)
+        evict[order[:c.size - n]] = True
+        support_lost = bool(np.any(c.alpha[evict] > 0))
+        c.keep(~evict)
+        if opt.cache_limit_bytes is not None:
+            c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
+        if support_lost:
+            # w = sum alpha x over what is left (a feasible alpha: LB stays a true lower bound)
+            engine = self._engine_cache().engine(c.alpha, shrinking=False)
+            self.w = engine.w.copy()
+            self._refresh()
+        else:
+            self._refresh(dual=False)
+
+    # -- results and resume state ----------------------------------------------------------------
+    def _result(self, interrupted=False):
+        examples = (self.examples_in_file if self.examples_in_file is not None
+                    else self.model_examples)
+        return OnlineResult(w=self.w.copy(), dual=self.LB, upper=self.UB, geometry=self.geometry,
+                            examples=int(examples), passes=self.pass_, epochs=self.epochs,
+                            solves=self.solves, cache=self.cache.size,
+                            seconds=time.perf_counter() - self.started, certified=self.certified,
+                            interrupted=interrupted, state=self.state())
+
+    def state(self):
+        """The resume state as arrays (see save_state)."""
+        c = self.cache
+        t = c.cons
+        return {
+            "mode": np.array("online-dual"), "version": np.array(STATE_VERSION),
+            "n_cols": np.array(self.geometry.n_cols), "w": self.w,
+            "store_cols": np.array(self.store_cols), "stride": np.array(self.stride),
+            "model_examples": np.array(self.model_examples), "pass_solves": np.array(self.pass_solves),
+            "digest": np.array(self.row_digest.value, np.int64),
+            "LB": np.array(self.LB), "UB": np.array(self.UB),
+            "pass": np.array(self.pass_), "rows_done": np.array(self.rows_done),
+            "examples_done": np.array(self.examples_done), "added_in_pass": np.array(self.added_in_pass),
+            "examples_in_file": np.array(-1 if self.examples_in_file is None else self.examples_in_file),
+            "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
+            "solves": np.array(self.solves), "epochs": np.array(self.epochs),
+            "certified": np.array(self.certified),
+            "qids_done": np.array(sorted(self.qids_done), np.int64),
+            "tptr": t.tptr, "term_row": t.term_row, "term_scale": t.term_scale,
+            "term_offset": np.asarray(t.term_offset, np.int64), "term_bias": np.asarray(t.term_bias, bool),
+            "margin": t.margin, "group": t.group, "key": t.key, "C": c.C, "alpha": c.alpha,
+            "age": c.age, "idle": c.idle,
+            "store_indptr": c.store.indptr, "store_indices": c.store.indices,
+            "store_data": c.store.data, "store_refs": c.store.refs,
+        }
+
+    def _restore(self, s):
+        self.geometry = Geometry(int(s["n_cols"]), self.opt.bias)
+        if len(s["w"]) != self.task.n_weights(self.geometry):
+            raise StateError(f"w has {len(s['w'])} weights, the task needs "
+                             f"{self.task.n_weights(self.geometry)}")
+        self.w = np.array(s["w"], np.float64)
+        self.LB, self.UB = float(s["LB"]), float(s["UB"])
+        self.pass_, self.rows_done = int(s["pass"]), int(s["rows_done"])
+        self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
+        e = int(s["examples_in_file"])
+        self.examples_in_file = None if e < 0 else e
+        self.examples_seen, self.next_age = int(s["examples_seen"]), int(s["next_age"])
+        self.solves, self.epochs = int(s["solves"]), int(s["epochs"])
+        self.certified = bool(s["certified"])
+        self.store_cols, self.stride = int(s["store_cols"]), int(s["stride"])
+        self.model_examples = int(s["model_examples"])
+        self.pass_solves = int(s["pass_solves"])
+        self.qids_done = set(s["qids_done"].tolist())
+        cons = Constraints(s["tptr"], s["term_row"], s["term_scale"], s["term_offset"],
+                           s["term_bias"], s["margin"], s["group"], s["key"])
+        store = RowStore(s["store_indptr"], s["store_indices"], s["store_data"], s["store_refs"])
+        self.cache = Cache(cons, s["C"], s["alpha"], np.zeros(cons.size), s["age"], s["idle"], store)
+        self.cache.grad = cons.margin - self._store_dots()
+        self.digest = int(s["digest"])
+        if self.cache.size:
+            self._engine_cache().engine(self.cache.alpha)    # the engine's own checks, once
+
+    def _store_dots(self):
+        """w . x_c for the cached constraints, over the row store."""
+        c = self.cache
+        if not c.size:
+            return np.zeros(0)
+        s, bias = c.store, self.geometry.bias
+        return term_dots(s.indptr, s.indices, s.data, self.store_cols, c.cons.tptr, c.cons.term_row,
+                         c.cons.term_scale, np.ascontiguousarray(c.cons.term_offset, np.int64),
+                         c.cons.term_bias, self.w, 0.0 if bias is None else float(bias),
+                         bias is not None, self.stride)
+
+
+def steady_malloc():
+    """Keep glibc from drifting memory upwards over a long stream.
+
+    glibc raises its mmap threshold after a large block is freed (up to 32 MB), so later
+    block-sized arrays come from the heap, which fragments and is not given back: over kddcup99
+    streamed 10 times the peak RSS grew 31% over one time. A fixed threshold (128 KB, glibc's
+    default, which also switches the adjustment off) returns every chunk's arrays to the system:
+    +1.5%. Elsewhere (not glibc) nothing is done.
+    """
+    import ctypes
+    import ctypes.util
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    M_MMAP_THRESHOLD = -3
+    return bool(mallopt(M_MMAP_THRESHOLD, 128 * 1024))
+
+
+def train_online(task, path, opt: OnlineOptions, state=None):
+    """The solver registered as "online-dual": a run over the file at `path` (resumed from a
+    state checked by load_state, when given); `.run(...)` streams it and returns an OnlineResult."""
+    return OnlineDual(task, path, opt, state)
+
+
+train_online.streams = True
+
+
+class StateError(ValueError):
+    """A resume state that cannot be used (the CLI names the file and exits 2)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _stream_grouping(task):
+    """How the file is cut for streaming: 'row', 'consecutive' (sentences), 'queries' (ranking:
+    consecutive qid runs, each query met once) or 'keyed' (slack groups anywhere, named by a key)."""
+    if task.keyed_examples:
+        return "keyed"
+    if task.grouping == "whole":
+        return "queries"
+    return task.grouping
+
+
+def _dots(problem, cons, w, geometry):
+    return term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols, cons.tptr,
+                     cons.term_row, cons.term_scale, np.ascontiguousarray(cons.term_offset, np.int64),
+                     cons.term_bias, w, 0.0 if problem.bias is None else float(problem.bias),
+                     problem.bias is not None, problem.stride)
+
+
+def _not_cached(cons, gid, key, add):
+    """False where (group, key) is in the cache already (a tie with the cached slack); only the
+    candidates where `add` is True are looked up."""
+    near = np.isin(cons.group, gid[add])
+    have = set(zip(cons.group[near].tolist(), cons.key[near].tolist()))
+    return np.array([not a or (g, k) not in have for g, k, a in zip(gid.tolist(), key.tolist(), add.tolist())],
+                    dtype=bool)
+
+
+def _line_of(cons, c, chunk):
+    r = int(cons.term_row[cons.tptr[c]])
+    return int(chunk.line[r]) if r < chunk.n_rows else None
+
+
+def _kept_bytes(cache, kept):
+    lengths = np.diff(cache.cons.tptr)[kept]
+    rows = np.unique(cache.cons.term_row[np.repeat(cache.cons.tptr[kept], lengths)
+                                         + np.arange(int(lengths.sum()))
+                                         - np.repeat(np.cumsum(lengths) - lengths, lengths)])
+    nnz = int(np.diff(cache.store.indptr)[rows].sum()) if len(rows) else 0
+    return 8 * (len(kept) + 1) + 64 * len(kept) + 25 * int(lengths.sum()) + 8 * (len(rows) + 1) + 16 * nnz + 8 * len(rows)
+
+
+class RowDigest:
+    """A fingerprint of rows that does not depend on how they were cut into blocks: CRC-32s of
+    their targets, row lengths, columns and values, each in row order."""
+
+    def __init__(self):
+        self.crcs = [0, 0, 0, 0]
+
+    def add(self, block):
+        parts = (block.target, np.diff(block.indptr), block.indices, block.data)
+        self.crcs = [zlib.crc32(np.ascontiguousarray(a).tobytes(), c) for a, c in zip(parts, self.crcs)]
+
+    @property
+    def value(self):
+        a, b, c, d = self.crcs
+        return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
+
+
+def _rechunk(blocks, grouping, size):
+    """Blocks of whole examples re-cut into chunks of `size` examples (the last may be short), so
+    that chunks, and the model, do not depend on how the reader cut the file. Only a chunk that
+    straddles two blocks is copied; the others are views of their block."""
+    pending, have = None, 0            # a short chunk carried over, and its examples
+    for block in blocks:
+        if grouping == "row":
+            starts = np.arange(block.n_rows)
+        else:
+            starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1))
+        starts = np.append(starts, block.n_rows)          # starts[k]: example k; last: the end
+        n = len(starts) - 1
+        first = 0
+        if pending is not None:
+            first = min(size - have, n)
+            pending = data.concat_blocks([pending, block.rows(0, int(starts[first]))])
+            have += first
+            if have < size:
+                continue
+            yield pending
+            pending, have = None, 0
+        while n - first >= size:
+            yield block.rows(int(starts[first]), int(starts[first + size]))
+            first += size
+        if first < n:
+            pending, have = block.rows(int(starts[first]), block.n_rows), n - first
+    if pending is not None:
+        yield pending
+
+
+class _null_progress:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels, and the resume state file
+
+
+def streaming_task(task_cls, path, options, labels=None, zero_based=False, progress=None):
+    """The task for a streamed file. A task that learns nothing from the rows is built from none; a
+    labelled one from `labels` when given, else from one reading pass over the file (labels and
+    their first lines only), which standard input cannot give."""
+    empty = data.concat_blocks([])
+    try:
+        return task_cls.from_training_data(empty, path, options)
+    except data.DataError:
+        pass
+    if labels is not None:
+        values = np.asarray(labels, np.float64)
+        lines = np.zeros(len(values), np.int64)
+    else:
+        if path == "-":
+            raise data.DataError(path, None, "the online-dual mode reads standard input once: give "
+                                             "the labels with --labels")
+        seen = {}
+        for block in data.iter_blocks(path, zero_based=zero_based, progress=progress):
+            values, first = np.unique(block.target, return_index=True)
+            for v, i in zip(values.tolist(), first.tolist()):
+                if v not in seen:
+                    seen[v] = int(block.line[i])
+        pairs = sorted(seen.items(), key=lambda kv: kv[1])
+        values = np.array([v for v, _ in pairs], np.float64)
+        lines = np.array([ln for _, ln in pairs], np.int64)
+    n = len(values)
+    pseudo = data.Block(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0), values,
+                        np.full(n, -1, np.int64), np.ones(n), lines, 0, 0)
+    return task_cls.from_training_data(pseudo, path, options)
+
+
+def problem_fields(task_name, task, opt: OnlineOptions):
+    """What defines the problem: a resume state must match the command line on all of these."""
+    fields = task.model_fields()
+    return {"task": task_name, "C": float(opt.C), "bias": np.nan if opt.bias is None else float(opt.bias),
+            "zero_based": bool(opt.zero_based), "labels": np.asarray(fields.get("labels", []), np.float64),
+            "p": float(fields.get("p", np.nan)), "loss": str(fields.get("loss", "")),
+            "rescaling": str(fields.get("rescaling", ""))}
+
+
+def save_state(path, state, fields):
+    """Write the resume state (an .npz) atomically."""
+    from svmtrain.atomic import atomic_output
+    arrays = dict(state)
+    for k, v in fields.items():
+        arrays["problem_" + k] = np.asarray(v)
+    with atomic_output(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+_ARRAY_KEYS = {
+    "w": np.floating, "tptr": np.integer, "term_row": np.integer, "term_scale": np.floating,
+    "term_offset": np.integer, "term_bias": np.bool_, "margin": np.floating, "group": np.integer,
+    "key": np.integer, "C": np.floating, "alpha": np.floating, "age": np.integer, "idle": np.integer,
+    "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
+    "store_refs": np.integer, "qids_done": np.integer,
+}
+_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
+                "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
+
+
+def read_state(path):
+    """The arrays of a state file, any mode (np.load without pickles); StateError when unreadable."""
+    import os
+    import zipfile
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise StateError("not a state file (.npz, as --save-state or an interrupt writes)")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise StateError("no such file") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise StateError(f"not a resume state (.npz): {e}") from None
+    if "mode" not in arrays or arrays["mode"].shape != () or arrays["mode"].dtype.kind != "U":
+        raise StateError("not a resume state: no 'mode' key")
+    return arrays
+
+
+def load_state(arrays, fields):
+    """Check an online-dual state read by read_state against the problem (`problem_fields`) and for
+    consistency; returns the arrays. Raises StateError with the reason."""
+    if str(arrays["mode"]) != "online-dual":
+        raise StateError(f"a {arrays['mode']} state, not an online-dual one")
+    if int(arrays.get("version", -1)) != STATE_VERSION:
+        raise StateError(f"unsupported state version {arrays.get('version')}")
+    for k in list(_ARRAY_KEYS) + list(_SCALAR_KEYS):
+        if k not in arrays:
+            raise StateError(f"missing '{k}'")
+    for k, kind in _ARRAY_KEYS.items():
+        a = arrays[k]
+        if a.ndim != 1 or not (np.issubdtype(a.dtype, kind) or a.size == 0):
+            raise StateError(f"'{k}' is not a 1-D array of the right type")
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise StateError(f"'{k}' holds NaN or inf")
+    for k in _SCALAR_KEYS:
+        a = arrays[k]
+        if a.shape != () or a.dtype.kind not in "iufb" or not np.isfinite(float(a)):
+            raise StateError(f"'{k}' is not a finite number")
+    for k, v in fields.items():
+        key = "problem_" + k
+        if key not in arrays:
+            raise StateError(f"missing '{key}'")
+        have = arrays[key]
+        same = (np.array_equal(have, np.asarray(v), equal_nan=True) if np.asarray(v).dtype.kind == "f"
+                else np.array_equal(have, np.asarray(v)))
+        if not same:
+            raise StateError(f"it was saved for {k} = {_show(have)}, this run has {k} = {_show(np.asarray(v))}")
+    m = len(arrays["margin"])
+    t, s = arrays["tptr"], arrays["store_indptr"]
+    n_terms = len(arrays["term_row"])
+    n_rows = len(s) - 1
+    if len(t) != m + 1 or t[0] != 0 or np.any(np.diff(t) < 0) or t[-1] != n_terms:
+        raise StateError("inconsistent constraint terms")
+    if any(len(arrays[k]) != n_terms for k in ("term_scale", "term_offset", "term_bias")):
+        raise StateError("inconsistent constraint terms")
+    if any(len(arrays[k]) != m for k in ("group", "key", "C", "alpha", "age", "idle")):
+        raise StateError("per-constraint arrays differ in length")
+    if n_rows < 0 or s[0] != 0 or np.any(np.diff(s) < 0) or s[-1] != len(arrays["store_indices"]) \
+            or len(arrays["store_data"]) != s[-1] or len(arrays["store_refs"]) != n_rows:
+        raise StateError("inconsistent row store")
+    n_cols = int(arrays["n_cols"])
+    if n_cols < 0 or (len(arrays["store_indices"]) and (arrays["store_indices"].min() < 0
+                                                         or arrays["store_indices"].max() >= max(n_cols, 1))):
+        raise StateError("row store columns outside the feature count")
+    if n_terms and (arrays["term_row"].min() < 0 or arrays["term_row"].max() >= n_rows
+                    or arrays["term_offset"].min() < 0 or arrays["term_offset"].max() >= len(arrays["w"])):
+        raise StateError("a constraint term outside the row store or w")
+    if np.any(arrays["alpha"] < 0) or np.any(arrays["C"] < 0):
+        raise StateError("negative alpha or C")
+    if int(arrays["pass"]) < 0 or int(arrays["rows_done"]) < 0:
+        raise StateError("negative position")
+    return arrays
+
+
+def _show(a):
+    if a.shape == ():
+        return repr(a.item())
+    return "[" + " ".join(repr(x) for x in a.tolist()[:6]) + (" ..." if a.size > 6 else "") + "]"

@@ -1,0 +1,395 @@
+"""The online-dual mode: streamed training certified by verify-bound, agreement with the batch
+optimum, stdin and compressed input, the cache limit, interrupt / resume, option errors."""
+
+import json
+import lzma
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from svmtrain import data, interrupt, objective
+from svmtrain.cli import main
+from svmtrain.model import read_model
+from svmtrain.solvers.online import OnlineDual, OnlineOptions, RowStore, streaming_task
+from svmtrain.tasks import task_class
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def run(runner, *args, input=None):
+    return runner.invoke(main, [str(a) for a in args], input=input)
+
+
+def verify(runner, model, train):
+    r = run(runner, "verify-bound", "--json", model, train)
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def a9a5k(tmp_path_factory):
+    """The first 5000 lines of a9a (shared data), decompressed."""
+    import lzma as _lzma
+    from conftest import shared_data_root
+    src = shared_data_root() / "a9a" / "a9a.xz"
+    if not src.exists():
+        pytest.skip("shared data not found")
+    out = tmp_path_factory.mktemp("online") / "a9a.5k"
+    with _lzma.open(src, "rb") as f, open(out, "wb") as g:
+        for i, line in enumerate(f):
+            if i >= 5000:
+                break
+            g.write(line)
+    return out
+
+
+def test_one_pass_is_certified_and_more_passes_tighten(runner, a9a5k, tmp_path):
+    gaps = []
+    for passes in (1, 3):
+        model = tmp_path / f"m{passes}"
+        r = run(runner, "train", "-m", "online-dual", "--chunk", "250", "--passes", passes,
+                a9a5k, model)
+        assert r.exit_code == 0, r.output
+        assert "certified by a pass over the data" in r.stderr
+        m = read_model(model)
+        v = verify(runner, model, a9a5k)
+        # the recorded primal is verify-bound's, bit for bit; D <= P
+        assert m.mode == "online-dual" and v["primal"] == m.primal and v["dual"] == m.dual
+        assert v["gap"] >= 0 and v["examples"] == 5000 == m.examples
+        gaps.append(v["relative_gap"])
+    # one pass over 5000 examples of a9a certifies about 25%, three passes the tolerance
+    assert gaps[0] < 0.5 and gaps[1] < gaps[0] / 100 and gaps[1] <= 1e-3
+
+
+def test_reaches_the_batch_optimum(runner, a9a5k, tmp_path):
+    """After enough passes the online model is the n-slack optimum (strongly convex primal: close
+    objectives mean close weights)."""
+    batch, online = tmp_path / "batch", tmp_path / "online"
+    assert run(runner, "train", "-q", "-e", "1e-6", "--max-epochs", "5000", a9a5k, batch).exit_code == 0
+    r = run(runner, "train", "-q", "-m", "online-dual", "-e", "1e-5", "--passes", "20",
+            "--keep-inactive", "3", "--chunk", "500", a9a5k, online)
+    assert r.exit_code == 0, r.output
+    b, o = read_model(batch), read_model(online)
+    assert o.relative_gap <= 1e-5
+    assert abs(o.primal - b.primal) <= 2e-5 * b.primal
+    # ||w_o - w*||^2 <= 2 (P(w_o) - OPT) <= 2 (P(w_o) - D_batch)
+    assert np.sum((o.w - b.w) ** 2) <= 2 * (o.primal - b.dual) + 1e-9
+
+
+@pytest.mark.parametrize("task,extra", [("multiclass", ["--chunk", "100"]),
+                                        ("regression", ["-c", "100", "-p", "1", "-B", "1"]),
+                                        ("sequence", ["--keep-inactive", "50", "--chunk", "20"])])
+def test_other_tasks_match_batch(runner, task, extra, tmp_path):
+    files = {"multiclass": "pendigits_scale.train.sample", "regression": "cpusmall_scale.train.sample",
+             "sequence": "conll2000.train.svm"}
+    train = os.path.join(REPO, "data", files[task])
+    if task == "sequence":          # the first 30 sentences
+        lines = open(train).read().splitlines(keepends=True)
+        qids = [ln.split()[1] for ln in lines]
+        cut = [i for i in range(1, len(lines)) if qids[i] != qids[i - 1]][29]
+        train = tmp_path / "seq.svm"
+        train.write_text("".join(lines[:cut]))
+    eps = "1e-2" if task == "sequence" else "1e-3"
+    batch, online = tmp_path / "b", tmp_path / "o"
+    nb = ["-c", "100", "-p", "1", "-B", "1"] if task == "regression" else []
+    assert run(runner, "train", "-q", "-t", task, "-e", eps, *nb, train, batch).exit_code == 0
+    r = run(runner, "train", "-q", "-t", task, "-e", eps, "-m", "online-dual", "--passes", "60",
+            *extra, train, online)
+    assert r.exit_code == 0, r.output
+    b, o = read_model(batch), read_model(online)
+    v = verify(runner, online, train)
+    assert v["relative_gap"] <= float(eps) and v["primal"] == o.primal
+    # both models certify intervals around the one optimum: they overlap
+    assert o.dual <= b.primal and b.dual <= o.primal
+
+
+def test_ranking_and_keyed_constraints(runner, tmp_path):
+    ohsumed = os.path.join(REPO, "data", "ohsumed.train.sample")
+    r = run(runner, "train", "-q", "-t", "ranking", "-c", "0.01", "-m", "online-dual", "--passes", "5",
+            "--chunk", "2", ohsumed, tmp_path / "r")
+    assert r.exit_code == 0, r.output
+    assert verify(runner, tmp_path / "r", ohsumed)["relative_gap"] <= 1e-3
+    # constraints whose slack groups (qid) are spread over the file: they share slacks across chunks
+    rng = np.random.default_rng(0)
+    lines = []
+    for g in range(60):
+        x = rng.normal(size=(4, 5))
+        for j in range(4):
+            lines.append(f"{rng.uniform(0.5, 1.5):.3f} qid:{g} " + " ".join(f"{k + 1}:{v:.4f}" for k, v in enumerate(x[j])))
+    rng.shuffle(lines)
+    cons = tmp_path / "cons.txt"
+    cons.write_text("\n".join(lines) + "\n")
+    assert run(runner, "train", "-q", "-t", "constraints", "-e", "1e-4", cons, tmp_path / "b").exit_code == 0
+    r = run(runner, "train", "-q", "-t", "constraints", "-e", "1e-4", "-m", "online-dual", "--chunk", "16",
+            "--passes", "30", "--verify", cons, tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    b, o = read_model(tmp_path / "b"), read_model(tmp_path / "o")
+    assert o.examples == 60 and o.dual <= b.primal and b.dual <= o.primal
+
+
+def test_stdin_and_xz(runner, a9a5k, tmp_path):
+    raw = open(a9a5k, "rb").read()
+    xz = tmp_path / "a9a.xz"
+    xz.write_bytes(lzma.compress(raw))
+    r = run(runner, "train", "-m", "online-dual", "--chunk", "250", xz, tmp_path / "x")
+    assert r.exit_code == 0, r.output
+    r = run(runner, "train", "-m", "online-dual", "--chunk", "250", "--labels", "1,-1", "-", tmp_path / "s",
+            input=raw)
+    assert r.exit_code == 0, r.output
+    assert "NOT certified" in r.stderr
+    x, s = read_model(tmp_path / "x"), read_model(tmp_path / "s")
+    # the same stream gives the same model; the stdin one records the cached problem's bound
+    assert np.array_equal(x.w, s.w) and x.dual == s.dual
+    assert verify(runner, tmp_path / "s", a9a5k)["primal"] == x.primal
+    # compressed standard input too
+    r = run(runner, "train", "-q", "-m", "online-dual", "--chunk", "250", "--labels", "-1,1", "-",
+            tmp_path / "sx", input=xz.read_bytes())
+    assert r.exit_code == 0 and np.array_equal(read_model(tmp_path / "sx").w, x.w)
+
+
+def test_cache_limit_is_respected(a9a5k):
+    task = streaming_task(task_class("binary"), str(a9a5k), {})
+    for limit, limit_bytes in ((300, None), (None, 200_000)):
+        records = []
+        opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=1, passes=2, chunk=200,
+                            cache_limit=limit, cache_limit_bytes=limit_bytes)
+        result = OnlineDual(task, str(a9a5k), opt).run(on_chunk=records.append)
+        if limit:
+            assert max(r.cache for r in records) <= limit
+        else:
+            assert max(r.nbytes for r in records) <= limit_bytes
+        # still a true lower bound: LB <= P(w) for the w it holds, and <= the unlimited optimum
+        P = objective.primal(task, result.w, result.geometry, 1.0, data.iter_blocks(str(a9a5k)), str(a9a5k))
+        assert result.dual <= P.primal
+
+
+def test_row_store_compaction_keeps_rows():
+    store = RowStore()
+    indptr = np.array([0, 2, 3, 6]); indices = np.array([0, 4, 1, 0, 2, 3]); vals = np.arange(1.0, 7.0)
+    ids = store.add(indptr, indices, vals, np.array([0, 2]))
+    more = store.add(indptr, indices, vals, np.array([1, 2]))
+    term_row = np.concatenate([ids, more])
+    store.hold(term_row)
+    store.release(term_row[:2])                       # rows of the first add are now unused
+    renumbered = store.compact(term_row[2:], force=True)
+    assert store.n_rows == 2 and list(renumbered) == [0, 1]
+    assert store.indptr.tolist() == [0, 1, 4] and store.indices.tolist() == [1, 0, 2, 3]
+    assert store.data.tolist() == [3.0, 4.0, 5.0, 6.0] and store.refs.tolist() == [1, 1]
+
+
+def test_features_appearing_late_widen_w(runner, tmp_path):
+    """Columns first met in a late chunk (and a bias) give the batch problem's optimum."""
+    rng = np.random.default_rng(1)
+    lines = []
+    for i in range(400):
+        k = 3 if i < 200 else 8                     # features 4..8 appear only in the second half
+        x = rng.normal(size=k)
+        y = 1 if x[0] + 0.5 * x[-1] > 0 else -1
+        lines.append(f"{y} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x)))
+    f = tmp_path / "late.txt"
+    f.write_text("\n".join(lines) + "\n")
+    for task, extra in (("binary", []), ("multiclass", [])):
+        assert run(runner, "train", "-q", "-t", task, "-B", "1", "-e", "1e-5", f, tmp_path / "b").exit_code == 0
+        r = run(runner, "train", "-q", "-t", task, "-B", "1", "-e", "1e-5", "-m", "online-dual", "--chunk", "50",
+                "--passes", "30", f, tmp_path / "o")
+        assert r.exit_code == 0, r.output
+        b, o = read_model(tmp_path / "b"), read_model(tmp_path / "o")
+        assert o.n_features == b.n_features == 8
+        assert o.dual <= b.primal and b.dual <= o.primal
+        assert np.sum((o.w - b.w) ** 2) <= 2 * (o.primal - b.dual) + 1e-9
+
+
+def _cli(*args):
+    return [sys.executable, "-c", "from svmtrain.cli import main; main()", *map(str, args)]
+
+
+def _start_and_signal(args, trace, sig, lines=8):
+    env = dict(os.environ, PYTHONPATH=REPO)
+    p = subprocess.Popen(_cli(*args), env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and p.poll() is None:
+        if trace.exists() and len(trace.read_text().splitlines()) > lines:
+            break
+        time.sleep(0.02)
+    assert p.poll() is None, "training ended before it could be interrupted"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    return p.returncode, err
+
+
+@pytest.fixture(scope="module")
+def a9a_full(tmp_path_factory):
+    from conftest import shared_data_root
+    src = shared_data_root() / "a9a" / "a9a.xz"
+    if not src.exists():
+        pytest.skip("shared data not found")
+    out = tmp_path_factory.mktemp("online") / "a9a"
+    out.write_bytes(lzma.decompress(src.read_bytes()))
+    return out
+
+
+def test_sigint_writes_a_valid_model_and_resume_matches(runner, a9a_full, tmp_path):
+    args = ["-m", "online-dual", "--passes", "2", "--chunk", "500"]
+    whole = tmp_path / "whole"
+    assert run(runner, "train", "-q", *args, a9a_full, whole).exit_code == 0
+    model, trace = tmp_path / "m", tmp_path / "trace"
+    code, err = _start_and_signal(["train", "-q", *args, "--trace", trace, a9a_full, model], trace,
+                                  signal.SIGINT, lines=40)
+    assert code == 130, err
+    state = tmp_path / "m.state.npz"
+    assert "--warm-start" in err and state.exists()
+    m = read_model(model)                              # complete and valid
+    v = verify(runner, model, a9a_full)
+    assert m.mode == "online-dual" and v["gap"] >= 0   # D is a true lower bound of the data's problem
+    r = run(runner, "train", "-q", *args, "--warm-start", state, a9a_full, model)
+    assert r.exit_code == 0, r.output
+    resumed, uninterrupted = read_model(model), read_model(whole)
+    # the signal may land inside a re-optimisation (cut short, resumed from that alpha): the same
+    # objective within the tolerance, and the certified intervals [D, P] overlap
+    assert resumed.primal == pytest.approx(uninterrupted.primal, rel=1e-3)
+    assert resumed.dual <= uninterrupted.primal and uninterrupted.dual <= resumed.primal
+    assert not state.exists()                          # the finished model supersedes it
+
+
+def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
+    """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run."""
+    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    task = streaming_task(task_class("binary"), str(a9a5k), {})
+    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000)
+    whole = OnlineDual(task, str(a9a5k), opt).run()
+
+    def stop_after(n):
+        seen = []
+
+        def on_chunk(record):
+            seen.append(record)
+            if len(seen) == n:
+                interrupt._received = signal.SIGINT      # as the handler does
+        return on_chunk
+
+    cut = OnlineDual(task, str(a9a5k), opt).run(on_chunk=stop_after(23))   # inside the second pass
+    interrupt.reset()
+    assert cut.interrupted and cut.passes == 1
+    fields = problem_fields("binary", task, opt)
+    save_state(tmp_path / "s.npz", cut.state, fields)
+    state = load_state(read_state(tmp_path / "s.npz"), fields)
+    resumed = OnlineDual(task, str(a9a5k), opt, state).run()
+    assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
+    assert resumed.epochs == whole.epochs and resumed.solves == whole.solves
+    # the state fingerprints the rows it has done: other data is refused, not trained on
+    other = tmp_path / "other"
+    lines = open(a9a5k).read().splitlines(keepends=True)
+    other.write_text("".join(lines[1:] + lines[:1]))
+    with pytest.raises(data.DataError, match="not the data the resume state was saved on"):
+        OnlineDual(task, str(other), opt, state).run()
+
+
+def test_sigterm_exits_143_and_nslack_stops_cleanly(runner, a9a_full, tmp_path):
+    model, trace = tmp_path / "m", tmp_path / "trace"
+    code, err = _start_and_signal(["train", "-q", "-m", "online-dual", "--passes", "3", "--chunk", "500",
+                                   "--trace", trace, a9a_full, model], trace, signal.SIGTERM)
+    assert code == 143 and "SIGTERM" in err
+    assert read_model(model).mode == "online-dual"
+    # n-slack: stops after the current epoch and writes its (exactly priced) model
+    model, trace = tmp_path / "n", tmp_path / "ntrace"
+    code, err = _start_and_signal(["train", "-q", "-e", "1e-9", "--max-epochs", "100000", "--trace", trace,
+                                   a9a_full, model], trace, signal.SIGINT, lines=5)
+    assert code == 130, err
+    m = read_model(model)
+    assert verify(runner, model, a9a_full)["primal"] == m.primal
+    # ... and leaves its dual state, from which the run continues to the tolerance
+    state = tmp_path / "n.state.npz"
+    assert state.exists() and str(state) in err
+    r = run(runner, "train", "-q", "--warm-start", state, a9a_full, tmp_path / "n2")
+    assert r.exit_code == 0, r.output
+    resumed = read_model(tmp_path / "n2")
+    assert resumed.relative_gap <= 1e-3 and resumed.dual >= m.dual - 1e-9 * abs(m.dual)
+
+
+def test_checkpoint_every_writes_model_and_state(a9a5k, tmp_path):
+    task = streaming_task(task_class("binary"), str(a9a5k), {})
+    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=1, chunk=100, checkpoint_every=1e-9)
+    written = []
+    OnlineDual(task, str(a9a5k), opt).run(on_checkpoint=written.append)
+    assert len(written) == 50 and all(w.state["mode"] == "online-dual" for w in written)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--passes", "0"], "--passes"),
+    (["--cache-limit", "lots"], "--cache-limit"),
+    (["--cache-limit", "0"], "--cache-limit"),
+    (["--passes", "2"], "applies to --mode online-dual"),
+    (["--keep-inactive", "2"], "applies to --mode online-dual"),
+    (["-m", "online-dual", "--labels", "1,1"], "--labels"),
+    (["-m", "online-dual", "-t", "regression", "--labels", "1,2"], "no labels"),
+    (["-m", "online-dual", "--checkpoint-every", "-1"], "--checkpoint-every"),
+])
+def test_bad_options_exit_2(runner, args, message, tmp_path):
+    heart = os.path.join(REPO, "data", "heart_scale")
+    r = run(runner, "train", *args, heart, tmp_path / "m")
+    assert r.exit_code == 2 and message in r.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_stdin_limits_and_bad_states_exit_2(runner, a9a5k, tmp_path):
+    heart = os.path.join(REPO, "data", "heart_scale")
+    r = run(runner, "train", "-m", "online-dual", "--passes", "2", "--labels", "1,-1", "-", tmp_path / "m", input="")
+    assert r.exit_code == 2 and "read only once" in r.output
+    r = run(runner, "train", "-m", "online-dual", "-", tmp_path / "m", input=open(heart).read())
+    assert r.exit_code == 2 and "--labels" in r.output
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip file")
+    r = run(runner, "train", "--warm-start", junk, heart, tmp_path / "m")
+    assert r.exit_code == 2 and "junk.npz" in r.output
+    # a state saved for another C cannot continue this run
+    state = tmp_path / "s.npz"
+    assert run(runner, "train", "-q", "-m", "online-dual", "--save-state", state, heart, tmp_path / "m").exit_code == 0
+    r = run(runner, "train", "-c", "2", "--warm-start", state, heart, tmp_path / "m2")
+    assert r.exit_code == 2 and "C = 1.0" in r.output and not (tmp_path / "m2").exists()
+    r = run(runner, "train", "-m", "n-slack", "--warm-start", state, heart, tmp_path / "m2")
+    assert r.exit_code == 2 and "online-dual state" in r.output
+    # a tampered state: an index out of range is refused, not run
+    z = dict(np.load(state))
+    z["term_row"] = z["term_row"] + 10**6
+    np.savez(tmp_path / "bad.npz", **z)
+    r = run(runner, "train", "--warm-start", tmp_path / "bad.npz", heart, tmp_path / "m2")
+    assert r.exit_code == 2 and "cannot resume" in r.output
+    interrupt.reset()
+
+
+@pytest.mark.parametrize("task,name", [("binary", "a9a.train.sample"), ("sequence", "conll2000.train.svm")])
+def test_model_does_not_depend_on_the_reader_blocks(task, name):
+    """Chunks are cut by examples across the reader's blocks: tiny blocks (a sentence split between
+    blocks, chunks spanning several) give the model of the default blocks, bit for bit."""
+    path = os.path.join(REPO, "data", name)
+    t = streaming_task(task_class(task), path, {})
+    models = []
+    for block_bytes in (8 << 20, 3000):
+        opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-2, seed=1, passes=2, chunk=70,
+                            block_bytes=block_bytes)
+        models.append(OnlineDual(t, path, opt).run())
+    assert np.array_equal(models[0].w, models[1].w) and models[0].dual == models[1].dual
+    assert models[0].examples == models[1].examples
+
+
+def test_never_loads_the_whole_file(runner, monkeypatch, tmp_path):
+    """Training and its verification pass stream: data.load is never called."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("online-dual loaded the whole file")
+    monkeypatch.setattr(data, "load", refuse)
+    for task, name in (("binary", "a9a.train.sample"), ("multiclass", "pendigits_scale.train.sample"),
+                       ("sequence", "conll2000.train.svm")):
+        r = run(runner, "train", "-q", "-t", task, "-m", "online-dual", "--verify",
+                os.path.join(REPO, "data", name), tmp_path / "m")
+        assert r.exit_code == 0, r.output
