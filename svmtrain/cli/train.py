@@ -6,11 +6,12 @@ import time
 
 import click
 
+from svmtrain.cli.oneslack_options import TRACE_HEADERS, oneslack_options, oneslack_settings
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
-MODES = ("n-slack",)
+MODES = ("n-slack", "1-slack")
 DEFAULT_EPSILON = 1e-3
 
 
@@ -69,7 +70,8 @@ def _bias(ctx, param, value):
 @click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
               help="How to solve it: n-slack is dual coordinate descent over the constraints of "
                    "every example (all listed, or grown by cutting planes), each example with its "
-                   "own slack.")
+                   "own slack; 1-slack adds one aggregated plane (every example's worst offender) "
+                   "per iteration and solves a small QP over those planes (same objective and C).")
 @click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
@@ -99,24 +101,26 @@ def _bias(ctx, param, value):
 @click.option("--format", "model_format", type=click.Choice(("svmtrain", "liblinear")),
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
+@oneslack_options
 @zero_based_option
 @quiet_option
 def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
-          rescaling, shrinking, trace_file, model_format, zero_based, quiet):
+          rescaling, shrinking, trace_file, model_format, zero_based, quiet, **oneslack):
     """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
 
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
     bound); `svmtrain verify-bound` re-checks P with one pass over the data.
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
+    solver_options = oneslack_settings(mode, oneslack)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
-               shrinking, trace_file, model_format, zero_based, quiet)
+               shrinking, trace_file, model_format, zero_based, quiet, solver_options)
 
 
 def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_epochs, options,
-           shrinking, trace_file, model_format, zero_based, quiet):
+           shrinking, trace_file, model_format, zero_based, quiet, solver_options):
     from svmtrain import data
     from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers import SOLVERS
@@ -138,12 +142,14 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         from tqdm import tqdm
         epoch_bar = tqdm(total=max_epochs, unit="epoch", desc="training", leave=False, file=sys.stderr)
     if trace:
-        trace.write("# epoch seconds dual primal gap relative_gap exact active\n")
+        trace.write(TRACE_HEADERS.get(mode, "# epoch seconds dual primal gap relative_gap exact "
+                                            "active") + "\n")
 
     def on_epoch(r):
         if trace:
+            extra = f" {r.trace_columns()}" if hasattr(r, "trace_columns") else ""
             trace.write(f"{r.epoch} {r.seconds:.6f} {r.dual!r} {r.primal!r} {r.gap!r} "
-                        f"{r.relative_gap!r} {int(r.exact)} {r.active}\n")
+                        f"{r.relative_gap!r} {int(r.exact)} {r.active}{extra}\n")
             trace.flush()
         if epoch_bar is not None:
             epoch_bar.update(1)
@@ -152,7 +158,7 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     try:
         result = SOLVERS[mode](task, block, train_file, C=C, bias=bias, epsilon=epsilon,
                                max_epochs=max_epochs, seed=seed, shrinking=shrinking,
-                               on_epoch=on_epoch)
+                               on_epoch=on_epoch, **solver_options)
     finally:
         if epoch_bar is not None:
             epoch_bar.close()
@@ -177,6 +183,8 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     if not quiet:
         rounds = (f"{result.rounds} cutting-plane rounds, {result.constraints} constraints cached, "
                   if result.rounds > 1 else "")
+        if hasattr(result, "schedule"):
+            rounds = result.schedule()
         click.echo(f"svmtrain: {task_name} {mode}, {result.examples} {task.examples_are}, "
                    f"{result.geometry.n_cols} features: {result.epochs} epochs, {rounds}"
                    f"{time.perf_counter() - started:.3g} s, primal {result.primal:.10g}, "
