@@ -184,43 +184,27 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
     return steps, gap
 
 
-cdef double _merge_dot(const int64_t* ca, const double* va, int64_t na,
-                       const int64_t* cb, const double* vb, int64_t nb) noexcept nogil:
-    cdef int64_t p = 0, q = 0
-    cdef double s = 0.0
-    while p < na and q < nb:
-        if ca[p] == cb[q]:
-            s += va[p] * vb[q]
-            p += 1
-            q += 1
-        elif ca[p] < cb[q]:
-            p += 1
-        else:
-            q += 1
-    return s
-
-
-def gram_row(cols, vals, planes_cols, planes_vals):
-    """a . a_k for a sparse plane (cols sorted, unique) against every stored plane, by merging the
-    sorted columns: sequential reads, no dense vector of the size of w."""
-    cdef const int64_t[::1] ca = np.ascontiguousarray(cols, dtype=np.int64)
-    cdef const double[::1] va = np.ascontiguousarray(vals, dtype=np.float64)
-    if ca.shape[0] != va.shape[0]:
-        raise ValueError("cols and vals differ in length")
-    if ca.shape[0] > 1 and np.any(np.diff(cols) <= 0):
-        raise ValueError("cols must be sorted and unique")
-    cdef int64_t m = len(planes_cols), k
+def gram_row(double[::1] dense, planes_cols, planes_vals):
+    """a . a_k for every stored sparse plane a_k (columns sorted), with the new plane a given dense (zero elsewhere):
+    one gather per stored nonzero (the new plane's size does not enter, unlike a merge of sorted
+    columns, which costs |a| per stored plane)."""
+    cdef int64_t m = len(planes_cols), k, p, n_w = dense.shape[0]
     out = np.zeros(m, dtype=np.float64)
     cdef double[::1] res = out
     cdef const int64_t[::1] cb
     cdef const double[::1] vb
+    cdef double s
     for k in range(m):
         cb = planes_cols[k]
         vb = planes_vals[k]
         if cb.shape[0] != vb.shape[0]:
             raise ValueError("a stored plane's cols and vals differ in length")
-        if cb.shape[0] == 0 or ca.shape[0] == 0:
-            continue
+        # columns are sorted (as the solver stores them): the ends bound them all
+        if cb.shape[0] and (cb[0] < 0 or cb[cb.shape[0] - 1] >= n_w):
+            raise ValueError("a stored plane reaches beyond w")
+        s = 0.0
         with nogil:
-            res[k] = _merge_dot(&ca[0], &va[0], ca.shape[0], &cb[0], &vb[0], cb.shape[0])
+            for p in range(cb.shape[0]):
+                s += dense[cb[p]] * vb[p]
+        res[k] = s
     return out

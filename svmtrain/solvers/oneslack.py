@@ -165,7 +165,9 @@ class _WorkingSet:
         return len(self.cols)
 
     def add(self, cols, vals, b):
-        row = np.append(gram_row(cols, vals, self.cols, self.vals), float(np.dot(vals, vals)))
+        self.scratch[cols] = vals
+        row = np.append(gram_row(self.scratch, self.cols, self.vals), float(np.dot(vals, vals)))
+        self.scratch[cols] = 0.0
         m = self.size
         G = np.empty((m + 1, m + 1))
         G[:m, :m] = self.G
