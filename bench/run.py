@@ -3,8 +3,9 @@ one run, never asserted. See bench/README.md.
 
     python bench/run.py [--shared-data DIR] [--only NAME[,NAME]] [--quick] [--repeat N]
 
-Benchmarks: reader, solver, end-to-end, plateau, and the group `tasks` (multiclass, regression,
-ranking, sequence; bench/taskbench.py). Prints one table per benchmark and writes
+Benchmarks: reader, solver, end-to-end, plateau, the group `tasks` (multiclass, regression,
+ranking, sequence; bench/taskbench.py) and the group `oneslack` (agreement, scaling, speed, threads
+of the 1-slack mode; bench/oneslackbench.py). Prints one table per benchmark and writes
 bench/results/latest.json and latest.md.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import oneslackbench as oneslack  # noqa: E402
 import taskbench as tasks  # noqa: E402
 from _common import (BIN, PEERS, ROOT, Data, Table, best_of, environment, fr, fs,  # noqa: E402
                      run_timed, warm, write_results)
@@ -361,8 +363,9 @@ def bench_plateau(data, quick, repeat):
 
 
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
-              "plateau": bench_plateau, **tasks.BENCHMARKS}
-GROUPS = {"tasks": list(tasks.BENCHMARKS)}     # --only tasks = all four
+              "plateau": bench_plateau, **tasks.BENCHMARKS, **oneslack.BENCHMARKS}
+GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
+          "oneslack": list(oneslack.BENCHMARKS)}
 
 
 def main(argv=None):
@@ -371,7 +374,8 @@ def main(argv=None):
                     help="folder of the shared xz data files (default: ../shared/data)")
     ap.add_argument("--only", action="append", default=None, metavar="NAME[,NAME]",
                     help=f"run only these benchmarks: {', '.join(BENCHMARKS)}, or the group "
-                         f"tasks (= {', '.join(GROUPS['tasks'])})")
+                         f"tasks (= {', '.join(GROUPS['tasks'])}), oneslack "
+                         f"(= {', '.join(GROUPS['oneslack'])})")
     ap.add_argument("--quick", action="store_true",
                     help="small subsets, one repetition: a smoke test of the whole script")
     ap.add_argument("--repeat", type=int, default=None,
@@ -385,7 +389,7 @@ def main(argv=None):
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         ap.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}, "
-                 "tasks")
+                 "tasks, oneslack")
     repeat = args.repeat or (1 if args.quick else 3)
     if repeat < 1:
         ap.error("--repeat must be at least 1")

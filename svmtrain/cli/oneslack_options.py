@@ -2,7 +2,7 @@
 
 import click
 
-ONESLACK_DEFAULTS = {"cache_size": 5, "qp_every": 1, "inactive": 50, "threads": 1}
+ONESLACK_DEFAULTS = {"cache_size": 10, "qp_every": 1, "inactive": 50, "threads": 1}
 _FLAGS = {"cache_size": "-f", "qp_every": "--qp-every", "inactive": "--drop-inactive",
           "threads": "--threads"}
 
@@ -15,7 +15,7 @@ def oneslack_options(f):
         click.option("-f", "--cache-size", "cache_size", type=click.IntRange(0), default=None,
                      help="1-slack: remember each example's this many most recently used worst "
                           "offenders and build a plane from them before asking the oracle; 0: no "
-                          "cache (used by multiclass and sequence)  [default: 5]"),
+                          "cache (used where the oracle is costly: sequence)  [default: 10]"),
         click.option("--qp-every", "qp_every", type=click.IntRange(1), default=None,
                      help="1-slack: solve the QP over the planes to its tolerance every N-th "
                           "iteration; in between take only as many pair steps as there are "

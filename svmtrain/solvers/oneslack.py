@@ -49,7 +49,7 @@ from svmtrain.tasks.base import Constraints, Geometry, Task
 
 #: per-example cache size (-f) and plane removal (the CLI's defaults: cli/oneslack_options.py);
 #: bench/README.md, "1-slack", has the measurements behind them
-DEFAULT_CACHE = 5
+DEFAULT_CACHE = 10
 DEFAULT_INACTIVE = 50     # Joachims et al.: planes inactive in the last 50 QPs
 #: the shards of the per-example loop: at most this many, with at least MIN_SHARD examples each
 MAX_SHARDS = 16
@@ -252,6 +252,8 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
 
     def reduce(parts):
         """(loss, cols, vals, b) of the whole plane from the shards' parts, added in shard order."""
+        if len(parts) == 1:
+            return parts[0]
         loss = b = 0.0
         dense = ws.scratch
         for part_loss, cols, vals, part_b in parts:
