@@ -125,8 +125,8 @@ def _scaled(src, out, factor=None):
 
 @pytest.fixture(scope="module")
 def conll_subset(shared, tmp_path_factory):
-    """About 170 sentences of conll2000, as the sequence task's file."""
-    src = shared("conll2000/train.txt.xz", max_lines=4000)
+    """About 125 sentences of conll2000, as the sequence task's file."""
+    src = shared("conll2000/train.txt.xz", max_lines=3000)
     out = tmp_path_factory.mktemp("conll") / "train.svm"
     dic = out.parent / "dict"
     r = run("conll2svm", "--new-dictionary", dic, src, out, prog=svmtools_main)
