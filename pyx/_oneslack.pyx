@@ -11,8 +11,9 @@ the shared slack folded into the planes, so that the bound is `bound`):
 An implicit zero plane (a = 0, b = 0) takes the unused bound (beta_0 = bound - sum beta), which makes
 the constraint an equality and every step a pair step "beta_i += t, beta_j -= t" (Ramanan's pair
 step; the papers README has the signs): with gradients g_k = b_k - (G beta)_k (g_0 = 0), the step is
-t = (g_i - g_j) / (G_ii + G_jj - 2 G_ij), clipped to [0, beta_j]. The pair is LIBSVM's maximal
-violating pair. The QP's own duality gap, with P_ws(w) = 1/2 |w|^2 + bound * max(0, max_k g_k),
+t = (g_i - g_j) / (G_ii + G_jj - 2 G_ij), clipped to [0, beta_j]. i has the largest gradient, j the
+largest second-order gain (LIBSVM's working set selection): planes are often nearly parallel, and
+the maximal violating pair then crawls (cpusmall regression: 53 ms per QP with the maximal violating pair, 6 ms with this). The QP's own duality gap, with P_ws(w) = 1/2 |w|^2 + bound * max(0, max_k g_k),
 
     P_ws - D = bound * max(0, max_k g_k) - sum_k beta_k g_k,
 
@@ -117,7 +118,7 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
         raise ValueError("beta is not feasible")
     grad_a = np.asarray(b) - np.asarray(G) @ beta_a
     cdef double[::1] g = grad_a
-    cdef double free, gmax, gmin, gap, curv, t, gi
+    cdef double free, gmax, gmin, gap, curv, t, gi, best, gain
     cdef double lowest = 1e-300
     with nogil:
         free = bound
@@ -126,26 +127,40 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
         if free < 0:
             free = 0
         while True:
-            # i: the largest gradient (with the zero plane, gradient 0: index -1);
-            # j: the smallest gradient among planes with beta > 0 (or the zero plane when free > 0)
+            # i: the largest gradient (the zero plane, gradient 0, is index -1); j: among the
+            # planes with beta > 0 (and the zero plane when free > 0) whose gradient is below
+            # g_i, the one whose pair step gains most, (g_i - g_j)^2 / curvature (LIBSVM's
+            # second-order working set selection, Fan, Chen and Lin 2005)
             i = -1
             gmax = 0.0
             for k in range(m):
                 if g[k] > gmax:
                     gmax = g[k]
                     i = k
-            j = -2
-            gmin = 0.0
-            if free > 0:
-                j = -1
-            for k in range(m):
-                if beta[k] > 0 and (j == -2 or g[k] < gmin):
-                    gmin = g[k]
-                    j = k
             gap = bound * gmax
             for k in range(m):
                 gap -= beta[k] * g[k]
-            if gap <= tol or steps >= max_steps or j == -2 or i == j or gmax - gmin <= 0:
+            if gap <= tol or steps >= max_steps:
+                break
+            j = -2
+            best = -1.0
+            gmin = gmax
+            if free > 0 and gmax > 0:
+                curv = G[i, i] if i >= 0 else 0.0
+                best = gmax * gmax / (curv if curv > lowest else lowest)
+                j = -1
+                gmin = 0.0
+            for k in range(m):
+                if beta[k] > 0 and g[k] < gmax:
+                    curv = G[k, k]
+                    if i >= 0:
+                        curv += G[i, i] - 2 * G[i, k]
+                    gain = (gmax - g[k]) * (gmax - g[k]) / (curv if curv > lowest else lowest)
+                    if gain > best:
+                        best = gain
+                        j = k
+                        gmin = g[k]
+            if j == -2 or i == j or gmax - gmin <= 0:
                 break
             # curvature of the pair step (G_ii + G_jj - 2 G_ij; the zero plane has G = 0)
             curv = 0.0

@@ -190,6 +190,21 @@ def test_the_cache_changes_the_path_not_the_optimum(conll_subset, tmp_path):
     assert primal[0] == pytest.approx(primal[10], rel=1e-2)
 
 
+@pytest.mark.parametrize("args", [["--qp-every", "4"], ["--drop-inactive", "0"],
+                                  ["--drop-inactive", "1"]])
+def test_qp_schedule_and_plane_removal_keep_the_optimum(args, shared, tmp_path):
+    path = shared("a9a/a9a.xz", max_lines=1500)
+    primal = []
+    for extra in ([], args):
+        model = tmp_path / "m"
+        r = run("train", "-q", "--mode", "1-slack", "-B", "1", *extra, path, model)
+        assert r.exit_code == 0, r.output
+        m = read_model(model)
+        assert m.relative_gap <= 1e-3
+        primal.append(m.primal)
+    assert primal[1] == pytest.approx(primal[0], rel=1e-3)
+
+
 # -- threads, certificate, options ------------------------------------------------------------------
 
 @pytest.mark.parametrize("rel,lines,args", [

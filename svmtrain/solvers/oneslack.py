@@ -53,7 +53,7 @@ DEFAULT_CACHE = 10
 DEFAULT_INACTIVE = 50     # Joachims et al.: planes inactive in the last 50 QPs
 #: the shards of the per-example loop: at most this many, with at least MIN_SHARD examples each
 MAX_SHARDS = 16
-MIN_SHARD = 512
+MIN_SHARD = 2048
 #: a cached plane stands in for the oracle's while its violation is at least this fraction of the
 #: last oracle plane's (and proves the gap open)
 CACHE_FRACTION = 0.5
