@@ -18,16 +18,23 @@ so C means the same in both modes). The dual over a working set of planes a_k, b
 
 the engine's problem for one group of bound 1: D(beta) <= OPT <= P(w(beta)). Each iteration:
 
-    try the caches: every example's best of its f most recent offenders; use that plane when it
-        proves the gap open: sum_i C_i max(0, H_cache_i) - xi_ws > epsilon * P_estimate
+    try the caches (tasks whose oracle is costly): every example's best of its f most recently
+        used offenders; use that plane when its violation sum_i C_i max(0, H_cache_i) - xi_ws
+        proves the gap open (> epsilon * P_estimate) and is at least CACHE_FRACTION of the last
+        oracle plane's (Joachims et al. sec. 4 test the whole plane against epsilon alone: at a
+        relative 1e-3 that ran the cached labels' problem to convergence, 1000 iterations on
+        pendigits without closing the gap)
     else the oracle on every example (this pass prices P(w) exactly): stop when (P - D) / P <=
         epsilon; the plane of the worst offenders; update the caches
     add the plane when it is violated beyond the working set's slack xi_ws; extend the Gram matrix
         of the planes by one row; re-solve the small QP (pair steps, `svmtrain._oneslack.plane_qp`);
         drop planes whose beta has been 0 for `inactive` iterations
 
-Planes are stored sparse (sorted columns and values): a multiclass plane touches only the class
-blocks its examples' worst offenders name. The per-example work (oracle, cache re-pricing, summing
+Planes are stored sparse (sorted columns and values), chosen by measurement: a sector plane
+(105 classes x 55k features, n_w = 5.8M) has 0.38M-0.61M nonzeros (7-11%), a conll2000 plane
+4-14% of w, so a sparse plane takes a fifth of a dense one's memory and a Gram row (a gather per
+stored nonzero, against the new plane spread dense) a fraction of the time. The QP over the planes
+costs little next to the oracle passes and the Gram rows (cpusmall: 6 ms per solve). The per-example work (oracle, cache re-pricing, summing
 the plane) runs over shards of whole examples; the shards are cut independently of `threads` and
 their partial planes are added in shard order, so every thread count gives the same model bit for
 bit.
