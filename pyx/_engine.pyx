@@ -371,6 +371,7 @@ cdef class DualCD:
     cdef int64_t* ibuf            # ... and their indices among the group's offsets
     cdef double* dbuf             # ... and their products or coefficients, contiguous
     cdef double* xbuf             # Crammer-Singer visit: the subproblem's D values, sorted
+    cdef int32_t* jslot           # Crammer-Singer groups: each constraint's -1 slot (moves with _swap)
     cdef int64_t stride           # column j of a term's row is at w[offset + stride * j]
     cdef int64_t n_shared         # shared-row groups
     cdef Group* grp
@@ -417,6 +418,7 @@ cdef class DualCD:
         self.ibuf = NULL
         self.dbuf = NULL
         self.xbuf = NULL
+        self.jslot = NULL
         self.grp = NULL
         self.groups = NULL
 
@@ -438,6 +440,7 @@ cdef class DualCD:
         free(self.ibuf)
         free(self.dbuf)
         free(self.xbuf)
+        free(self.jslot)
         free(self.grp)
         free(self.groups)
 
@@ -576,8 +579,10 @@ cdef class DualCD:
             self.ibuf = <int64_t*> malloc(n_slot * sizeof(int64_t))
             self.dbuf = <double*> malloc(n_slot * sizeof(double))
             self.xbuf = <double*> malloc((n_slot + 1) * sizeof(double))
+            self.jslot = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
             if (self.tslot == NULL or self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
-                    or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL):
+                    or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL
+                    or self.jslot == NULL):
                 raise MemoryError("cannot allocate the constraint cache")
         if not one_row:
             self.terms = <Term*> malloc(max(n_terms, 1) * sizeof(Term))
@@ -818,6 +823,8 @@ cdef class DualCD:
         self.start[j], self.start[k] = self.start[k], self.start[j]
         self.nk[j], self.nk[k] = self.nk[k], self.nk[j]
         self.ids[j], self.ids[k] = self.ids[k], self.ids[j]
+        if self.jslot != NULL:
+            self.jslot[j], self.jslot[k] = self.jslot[k], self.jslot[j]
 
     # -- one epoch -----------------------------------------------------------------------------
 
@@ -1282,6 +1289,8 @@ cdef class DualCD:
             if self.tslot[s] != y or self.tslot[s + 1] == y or seen[self.tslot[s + 1]] != 0.0:
                 return
             seen[self.tslot[s + 1]] = 1.0
+        for k in range(gr.start, gr.start + gr.size):
+            self.jslot[k] = self.tslot[self.start[k] + 1]
         gr.cs_y = <int32_t>y
 
     cdef double _visit_cs(self, int64_t g, Tally* t) noexcept nogil:
@@ -1319,7 +1328,7 @@ cdef class DualCD:
         cf[ys] = 0.0
         for k in range(base, base + m):
             A += self.alpha_[k]
-            cf[self.tslot[self.start[k] + 1]] = 0.0
+            cf[self.jslot[k]] = 0.0
         for i in range(n_off):                       # ascending offsets
             if cf[i] == 0.0:
                 self.abuf[na] = offs[i]
@@ -1334,7 +1343,7 @@ cdef class DualCD:
         Sy = sv[ys]
         at_bound = A >= Cg * (1.0 - 1e-12)
         for k in range(base, base + m):
-            G = self._kind(k).margin - Sy + sv[self.tslot[self.start[k] + 1]]
+            G = self._kind(k).margin - Sy + sv[self.jslot[k]]
             gb[k] = G
             if G > gmax:
                 gmax = G
@@ -1345,23 +1354,29 @@ cdef class DualCD:
         violation = (gmax if gmax > 0.0 else 0.0) - glow
         if self.shrinking:
             # a constraint at 0 whose gradient is below every movable one's stays at 0 (be_shrunk)
-            k = base
-            while k < base + m:
-                if self.alpha_[k] <= 0.0 and gb[k] < glow:
-                    m -= 1
-                    self._swap(k, base + m)
-                    gb[k] = gb[base + m]
-                    continue
-                k += 1
-            t.shrunk += gr.active - m
-            gr.active = m
+            na = 0                                   # the constraints that stay
+            for k in range(base, base + m):
+                if self.alpha_[k] > 0.0 or gb[k] >= glow:
+                    na += 1
             # the group is fixed when at most one variable is left: none besides y, or y at its
-            # bound C with no wish to grow (0 < glow) and one constraint
-            if m == 0 or (at_bound and glow > 0.0 and m <= 1):
+            # bound C with no wish to grow (0 < glow) and one constraint (its order then does not
+            # matter: no swaps)
+            if na == 0 or (at_bound and glow > 0.0 and na <= 1):
                 t.shrunk += m
                 gr.active = 0
                 self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
                 return -1.0
+            if na < m:
+                k = base
+                while k < base + m:
+                    if self.alpha_[k] <= 0.0 and gb[k] < glow:
+                        m -= 1
+                        self._swap(k, base + m)
+                        gb[k] = gb[base + m]
+                        continue
+                    k += 1
+                t.shrunk += gr.active - m
+                gr.active = m
         t.loss += Cg * gmax if gmax > 0.0 else 0.0
         if violation > t.v_inc:
             t.v_inc = violation
@@ -1370,7 +1385,7 @@ cdef class DualCD:
         # D_y = B_y + R C, D_c = B_c; beta from the sorted D (LIBLINEAR's solve_sub_problem)
         Ds[0] = Sy - R * A + R * Cg
         for k in range(base, base + m):
-            Ds[k - base + 1] = sv[self.tslot[self.start[k] + 1]] + self._kind(k).margin + R * self.alpha_[k]
+            Ds[k - base + 1] = sv[self.jslot[k]] + self._kind(k).margin + R * self.alpha_[k]
         qsort(Ds, m + 1, sizeof(double), _cmp_descending)
         beta = Ds[0] - R * Cg
         r = 1
@@ -1382,7 +1397,7 @@ cdef class DualCD:
         # cf (0 at the slots read above) becomes the coefficient of the row added at each slot
         for k in range(base, base + m):
             a = self.alpha_[k]
-            i = self.tslot[self.start[k] + 1]
+            i = self.jslot[k]
             u = (sv[i] + self._kind(k).margin + R * a - beta) / R
             if u < 0.0:
                 u = 0.0

@@ -144,9 +144,12 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
         primal, dual = engine.approximate_bounds()
         exact = False
         if crammer_singer and epoch == 1:
-            unshrink_below = 0.1 * violation
-        looks_done = (relative_gap(primal, dual) <= epsilon or violation <= 1e-12
-                      or (not engine.all_active and violation <= unshrink_below))
+            unshrink_below = 0.25 * violation
+        elif violation <= unshrink_below and not engine.all_active:
+            # LIBLINEAR's unshrink (no check: the estimate catches up in the epochs that follow)
+            engine.unshrink()
+            unshrink_below = 0.5 * min(unshrink_below, violation)
+        looks_done = relative_gap(primal, dual) <= epsilon or violation <= 1e-12
         # An exact check costs about one sequential pass over every constraint: take it every
         # `exact_every` epochs, but not before the shrunk epochs have done a pass's worth of work.
         # (Crammer-Singer: the check also unshrinks, whose epoch is another pass: three passes.)
