@@ -150,13 +150,13 @@ def _column_indices(const int64_t[::1] indices, int64_t n_cols):
     return out
 
 
-def _kind_table(triples, int64_t few=16):
-    """The distinct rows of `triples` (n x 3 floats, compared bit for bit) and each row's index among
-    them, as int32. A linear scan finds the usual handful (two for a binary problem) in O(n); past
-    `few` distinct rows it gives way to a sort."""
-    bits = np.ascontiguousarray(triples, dtype=np.float64).view(np.int64)
-    cdef const int64_t[:, ::1] b = bits
-    cdef int64_t n = b.shape[0], i, j, m = 0
+def _kind_table(scale, margin, C, int64_t few=16):
+    """The distinct triples (scale_c, margin_c, C_c) (compared bit for bit) as the rows of a table,
+    and each constraint's row in it, as int32. A linear scan finds the usual handful (two for a
+    binary problem) in O(n); past `few` distinct rows it gives way to a sort."""
+    cols = [np.asarray(a, dtype=np.float64).view(np.int64) for a in (scale, margin, C)]
+    cdef const int64_t[:] b0 = cols[0], b1 = cols[1], b2 = cols[2]
+    cdef int64_t n = b1.shape[0], i, j, m = 0
     cdef bint overflow = False
     table = np.empty((few, 3), dtype=np.int64)
     index = np.empty(n, dtype=np.int32)
@@ -165,19 +165,36 @@ def _kind_table(triples, int64_t few=16):
     with nogil:
         for i in range(n):
             j = 0
-            while j < m and not (t[j, 0] == b[i, 0] and t[j, 1] == b[i, 1] and t[j, 2] == b[i, 2]):
+            while j < m and not (t[j, 0] == b0[i] and t[j, 1] == b1[i] and t[j, 2] == b2[i]):
                 j += 1
             if j == m:
                 if m == few:
                     overflow = True
                     break
-                t[m, 0], t[m, 1], t[m, 2] = b[i, 0], b[i, 1], b[i, 2]
+                t[m, 0], t[m, 1], t[m, 2] = b0[i], b1[i], b2[i]
                 m += 1
             ix[i] = <int32_t>j
     if overflow:
-        rows, inverse = np.unique(bits, axis=0, return_inverse=True)
+        rows, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
         return rows.view(np.float64), inverse.reshape(-1).astype(np.int32)
     return table[:m].view(np.float64), index
+
+
+def _furthest_reach(const int64_t[::1] last, const int64_t[::1] term_row, const int64_t[:] term_offset,
+                    const uint8_t[:] term_bias, bint has_bias, int64_t n_cols, int64_t stride):
+    """The largest column of w a term touches: o_t + stride * (its row's last column, or n_cols for
+    the bias feature, which lies beyond every column); -1 without terms. One pass, no temporaries
+    (term_offset and term_bias may be broadcast views)."""
+    cdef int64_t t, r, out = -1
+    with nogil:
+        for t in range(term_row.shape[0]):
+            if has_bias and term_bias[t]:
+                r = term_offset[t] + stride * n_cols
+            else:
+                r = term_offset[t] + stride * last[term_row[t]]
+            if r > out:
+                out = r
+    return out
 
 
 def _row_last_columns(const int64_t[::1] indptr, const int32_t[::1] indices):
@@ -507,10 +524,9 @@ cdef class DualCD:
         if n_terms and not (one_row and n_w >= n_cols + (1 if has_bias else 0)):
             if term_offset.max() > n_w:
                 raise ValueError("a term reaches past the n_w columns of w")
-            reach = term_offset + stride * _row_last_columns(indptr, indices32)[term_row]
-            if has_bias:
-                reach = np.where(term_bias, term_offset + stride * n_cols, reach)   # n_cols > every column
-            if reach.max() >= n_w:
+            if _furthest_reach(_row_last_columns(indptr, indices32), term_row, term_offset,
+                               np.asarray(term_bias, dtype=bool).view(np.uint8), has_bias, n_cols,
+                               stride) >= n_w:
                 raise ValueError("a term reaches past the n_w columns of w")
         if alpha is None:
             alpha = np.zeros(n, dtype=np.float64)
@@ -547,8 +563,8 @@ cdef class DualCD:
             order = np.arange(n, dtype=np.int64)      # already group by group (binary: one each)
         else:
             order = np.argsort(group, kind="stable").astype(np.int64)
-        kinds, kind = _kind_table(np.stack([term_scale if one_row else np.ones(n), margin,
-                                            C_group[group]], axis=1))
+        kinds, kind = _kind_table(term_scale if one_row else np.broadcast_to(1.0, (n,)), margin,
+                                  C_group[group])
         self.n_cons = n
         self.n_groups = n_groups
         self.singles = n == n_groups and bool(np.all(gsize == 1))

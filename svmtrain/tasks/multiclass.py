@@ -78,17 +78,18 @@ class Multiclass(LabelledTask):
         term_offset = np.empty(2 * m, np.int64)
         term_offset[0::2], term_offset[1::2] = y, j
         return Constraints(tptr, term_row, term_scale, term_offset, np.ones(2 * m, bool),
-                           delta.astype(np.float64), rows.astype(np.int64), j.astype(np.int64))
+                           np.asarray(delta, np.float64), np.asarray(rows, np.int64),
+                           np.asarray(j, np.int64))
 
     def all_constraints(self, problem, block):
         if block.n_rows * (self.K - 1) > LIST_ALL_UP_TO:
             return None
-        y = self.label_index(block, problem.path)
-        n = block.n_rows
-        rows = np.repeat(np.arange(n, dtype=np.int64), self.K)
-        j = np.tile(np.arange(self.K, dtype=np.int64), n)
-        keep = j != np.repeat(y, self.K)
-        return self._constraints(rows[keep], np.repeat(y, self.K)[keep], j[keep])
+        y = np.asarray(self.label_index(block, problem.path), np.int64)
+        rows = np.repeat(np.arange(block.n_rows, dtype=np.int64), self.K - 1)
+        yr = y[rows]
+        j = np.tile(np.arange(self.K - 1, dtype=np.int64), block.n_rows)
+        j += j >= yr                  # the K - 1 classes other than y_i, ascending
+        return self._constraints(rows, yr, j)
 
     def scores(self, w, block, geometry):
         return block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
