@@ -61,7 +61,14 @@ adds d s_t ||row||^2 to S[o_t]; the pair step's x_j . x_k is sum s_t s_u ||row||
 offset) and adds to w once at its end. With a stride > 1 the products at all the group's offsets
 are taken in one pass over the row (per nonzero j, the weights w[o + stride * j] of the offsets o
 lie within one stride: a few cache lines instead of one per offset), and so is the final update.
-It makes several passes over the group (_visit_shared), which approaches LIBLINEAR's exact solve of an example's subproblem (Keerthi et al. 2008).
+It makes several passes over the group (_visit_shared).
+
+Crammer-Singer groups (shared-row groups whose constraints are exactly +row at one slot y and -row at
+a slot of their own: the multiclass task's examples) are visited by _visit_cs instead: the example's
+subproblem over its active constraints is solved exactly by one sort (Crammer and Singer 2001;
+Keerthi et al. 2008; LIBLINEAR's -s 4), and they shrink as LIBLINEAR's -s 4 does: a constraint at 0
+whose gradient is below every movable one's, and the whole example when at most one variable is
+left free. exact_bounds() then refreshes the estimate's terms of the examples out of the active set.
 """
 
 import numpy as np
@@ -389,6 +396,7 @@ cdef class DualCD:
     cdef double* dbuf             # ... and their products or coefficients, contiguous
     cdef double* xbuf             # Crammer-Singer visit: the subproblem's D values, sorted
     cdef int32_t* jslot           # Crammer-Singer groups: each constraint's -1 slot (moves with _swap)
+    cdef bint has_cs              # some group is a Crammer-Singer example
     cdef int64_t stride           # column j of a term's row is at w[offset + stride * j]
     cdef int64_t n_shared         # shared-row groups
     cdef Group* grp
@@ -396,6 +404,7 @@ cdef class DualCD:
     cdef int64_t n_groups
     cdef int64_t* groups          # the active groups are groups[:n_active]
     cdef int64_t n_active
+    cdef int64_t n_listed         # groups with constraints: groups[:n_listed] (active ones first)
     cdef int64_t n_active_cons    # constraints in the active set
     cdef bint singles             # every group has one constraint: group g is constraint g
     cdef double[::1] w_
@@ -555,6 +564,7 @@ cdef class DualCD:
         self.rng = seed
         self.M_dec = INFINITY
         self.M_inc = INFINITY
+        self.has_cs = False
 
         # Lay the constraints out group by group (stable: the caller's order inside a group).
         gsize = np.bincount(group, minlength=n_groups).astype(np.int64)
@@ -679,6 +689,8 @@ cdef class DualCD:
                         for k in range(self.grp[g].start, self.grp[g].start + self.grp[g].size):
                             self._shared_sqnorm(k, self.grp[g].rsq)
                         self._mark_crammer_singer(g)
+                        if self.grp[g].cs_y >= 0:
+                            self.has_cs = True
         self.est_loss = 0.0
         self.shrunk_loss = 0.0
         self.unshrink()
@@ -1454,10 +1466,21 @@ cdef class DualCD:
         primal = 1/2||w||^2 + sum_g C_g max(0, max_c g_c) is the cached problem's exact upper bound
         (Ramanan eq. 22); dual = -1/2||w||^2 + sum_c l_c a_c its lower bound (eq. 21). Both use the
         w held now; call recompute_w() first for figures to certify.
+
+        With Crammer-Singer groups, whose examples leave the active set whole (LIBLINEAR's -s 4
+        shrinking), the estimate's terms of the groups out of the active set are set to these exact
+        ones: approximate_bounds() then stays close to the exact bounds between checks.
         """
-        cdef double loss = 0.0, gmax, G
+        cdef double loss = 0.0, out_loss = 0.0, gmax, G
         cdef int64_t g, k, i
         cdef Group* gr
+        cdef uint8_t* out = NULL
+        if self.has_cs:
+            out = <uint8_t*> calloc(max(self.n_groups, 1), sizeof(uint8_t))
+            if out == NULL:
+                raise MemoryError("cannot allocate the exact bounds' scratch")
+            for i in range(self.n_active, self.n_listed):
+                out[self.groups[i]] = 1
         with nogil:
             for g in range(self.n_groups):
                 gr = &self.grp[g]
@@ -1485,7 +1508,12 @@ cdef class DualCD:
                         if G > gmax:
                             gmax = G
                 loss += self.grp[g].C * gmax
+                if out != NULL and out[g]:
+                    out_loss += self.grp[g].C * gmax
             self._norm_and_margin_sum(&self.est_ww, &self.est_la)
+        if out != NULL:
+            free(out)
+            self.shrunk_loss = out_loss
         return 0.5 * self.est_ww + loss, -0.5 * self.est_ww + self.est_la
 
     def approximate_bounds(self):
@@ -1518,6 +1546,7 @@ cdef class DualCD:
                 self.groups[n] = g
                 n += 1
         self.n_active = n
+        self.n_listed = n
         self.n_active_cons = self.n_cons
         # the shrunk groups' last terms stay in the estimate until their next visit
         self.est_loss += self.shrunk_loss
