@@ -72,11 +72,14 @@ class Multiclass(LabelledTask):
         term at offset k (feature-major: stride K)."""
         m = len(rows)
         delta = self.delta[y, j]
-        s = delta if self.rescaling == "slack" else np.ones(m)
         tptr = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
         term_row = np.repeat(rows, 2)
         term_scale = np.empty(2 * m)
-        term_scale[0::2], term_scale[1::2] = s, -s
+        if self.rescaling == "slack":
+            term_scale[0::2] = delta
+            np.negative(delta, out=term_scale[1::2])
+        else:
+            term_scale[0::2], term_scale[1::2] = 1.0, -1.0
         term_offset = np.empty(2 * m, np.int64)
         term_offset[0::2], term_offset[1::2] = y, j
         return Constraints(tptr, term_row, term_scale, term_offset, np.ones(2 * m, bool),
