@@ -145,7 +145,7 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
         exact = False
         if crammer_singer and epoch == 1:
             unshrink_below = 0.25 * violation
-        elif violation <= unshrink_below and not engine.all_active:
+        elif crammer_singer and violation <= unshrink_below and not engine.all_active:
             # LIBLINEAR's unshrink (no check: the estimate catches up in the epochs that follow)
             engine.unshrink()
             unshrink_below = 0.5 * min(unshrink_below, violation)
