@@ -1414,7 +1414,16 @@ cdef class DualCD:
         Ds[0] = Sy - R * A + R * Cg
         for k in range(base, base + m):
             Ds[k - base + 1] = sv[self.jslot[k]] + self._kind(k).margin + R * self.alpha_[k]
-        qsort(Ds, m + 1, sizeof(double), _cmp_descending)
+        if m < 16:                                   # few classes left: insertion sort
+            for r in range(1, m + 1):
+                u = Ds[r]
+                i = r - 1
+                while i >= 0 and Ds[i] < u:
+                    Ds[i + 1] = Ds[i]
+                    i -= 1
+                Ds[i + 1] = u
+        else:
+            qsort(Ds, m + 1, sizeof(double), _cmp_descending)
         beta = Ds[0] - R * Cg
         r = 1
         while r < m + 1 and beta < r * Ds[r]:
