@@ -125,6 +125,11 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     coordinate violates optimality, and periodically: every `exact_every` epochs once the epochs
     since the last check have visited as many constraints as the cache holds); a failed exact check
     with shrunk constraints makes them all active again, as LIBLINEAR does before it stops.
+
+    Problems of Crammer-Singer examples follow LIBLINEAR's -s 4 instead: examples shrink whole, so
+    the active set is also unshrunk whenever its violation falls below a threshold (a quarter of the
+    first epoch's, halved at each unshrink), after any failed check, and w is recomputed only for a
+    check that the incremental w passes.
     """
     start = time.perf_counter()
     engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
