@@ -1380,6 +1380,8 @@ cdef class DualCD:
         # LIBLINEAR's violation max_m G_m - min_{m below its bound} G_m, relative to G_y
         glow = gsup if (at_bound or gsup < 0.0) else 0.0
         violation = (gmax if gmax > 0.0 else 0.0) - glow
+        if violation < 0.0:                          # C_g = 0: nothing can move (glow is +inf)
+            violation = 0.0
         if self.shrinking:
             # a constraint at 0 whose gradient is below every movable one's stays at 0 (be_shrunk)
             na = 0                                   # the constraints that stay

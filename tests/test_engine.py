@@ -567,3 +567,10 @@ def test_crammer_singer_groups_are_recognised_and_shrink_like_liblinear():
     without = solve(c, epsilon=1e-11, max_epochs=50000, seed=3, shrinking=False)
     assert with_s.converged and without.converged
     assert with_s.dual == pytest.approx(opt, rel=1e-8) and without.dual == pytest.approx(opt, rel=1e-8)
+    # examples of cost 0 stay at 0 and the others reach the optimum, with and without shrinking
+    c.C_group = np.where(np.arange(40) % 4 == 0, 0.0, 0.5)
+    opt, _ = brute_force(c, iterations=40000)
+    for shrinking in (True, False):
+        sol = solve(c, epsilon=1e-11, max_epochs=50000, seed=3, shrinking=shrinking)
+        assert sol.converged and sol.dual == pytest.approx(opt, rel=1e-8)
+        assert np.all(sol.alpha[c.C_group[c.group] == 0.0] == 0.0)
