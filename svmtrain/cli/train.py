@@ -142,7 +142,10 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
         raise click.BadParameter(f"the training controls apply to the {' and '.join(LINEAR_MODES)} "
                                  f"mode{'s' * (len(LINEAR_MODES) > 1)}, not to {mode}",
                                  param_hint="--mode")
-    if mode == "1-slack" and any(controls.values()):
+    if mode == "1-slack" and controls["nonneg"]:
+        raise click.BadParameter("the 1-slack mode's QP over planes does not keep weights "
+                                 "non-negative (use n-slack or online-dual)", param_hint="--nonneg")
+    if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
         raise click.BadParameter("the 1-slack mode keeps no dual state", param_hint="--save-state / --warm-start")
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     if mode == "budgeted":

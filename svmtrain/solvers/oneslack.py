@@ -52,7 +52,7 @@ from svmtrain._linear import term_dots
 from svmtrain._oneslack import accumulate_plane, gram_row, plane_qp
 from svmtrain.engine import EpochRecord, relative_gap
 from svmtrain.solvers.nslack import TrainResult
-from svmtrain.tasks.base import Constraints, Geometry, Task
+from svmtrain.tasks.base import Constraints, Geometry
 
 #: per-example cache size (-f) and plane removal (the CLI's defaults: cli/oneslack_options.py);
 #: bench/README.md, "1-slack", has the measurements behind them
@@ -230,7 +230,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     geometry = Geometry(block.n_features, bias)
     whole = task.problem(block, path, C, geometry)
     n_w = whole.n_w
-    aggregated = type(task).aggregated_offender is not Task.aggregated_offender
+    aggregated = task.aggregates_offenders
     bounds = ([(0, block.n_rows)] if aggregated
               else _shard_bounds(block, task.grouping, whole.n_examples))
     if len(bounds) == 1:

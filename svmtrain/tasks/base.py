@@ -206,6 +206,11 @@ class Task(ABC):
     #: constraints (K class scores, Viterbi), not where it is one scoring pass
     cache_offenders = False
 
+    @property
+    def aggregates_offenders(self):
+        """Whether this task builds 1-slack's plane itself (`aggregated_offender`)."""
+        return type(self).aggregated_offender is not Task.aggregated_offender
+
     def aggregated_offender(self, w, problem, block):
         """1-slack separation oracle for tasks whose slacks are not one per example (ranking: one per
         pair): (loss, plane) with loss = sum_i C_i max(0, H_i) over the problem's slacks at w (the
