@@ -45,7 +45,8 @@ class DaskMissing(RuntimeError):
 
 
 class NotListable(ValueError):
-    """A task whose constraints are found by cutting planes: CoCoA+ needs them listed."""
+    """Training input CoCoA+ cannot take: cutting-plane tasks (it needs the constraints listed),
+    standard input (the workers read the file)."""
 
 
 class ClusterError(RuntimeError):
@@ -79,7 +80,7 @@ class Session:
                 else:
                     # one thread per process: the kernels release the GIL, one core each
                     self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                                 processes=True, dashboard_address=None,
+                                                 processes=True, dashboard_address=":0",
                                                  silence_logs=logging.ERROR)
                     self._client = Client(self._cluster)
             except OSError as e:   # unreachable scheduler (asyncio / comm timeouts are OSErrors)
@@ -247,6 +248,9 @@ def _partition_losses(task, w, geometry, C, path, zero_based, span):
 def accumulate_primal(s: Session, acc, zero_based: bool) -> None:
     """verify-bound's pass on the cluster, into `acc` (an objective.PrimalAccumulator): the same
     figures as acc.add over the file's blocks (adding zeros leaves a compensated sum unchanged)."""
+    if acc.path == "-":                # the workers cannot read our standard input: one local pass
+        acc.add_losses(*_partition_losses(acc.task, acc.w, acc.geometry, acc.C, "-", zero_based, None))
+        return
     spans = partitions(acc.path, acc.task.grouping, size=s.partition_bytes)
     futures = [s.client.submit(_partition_losses, acc.task, acc.w, acc.geometry, acc.C, acc.path,
                                zero_based, span, pure=False) for span in spans]
@@ -277,15 +281,19 @@ def _partition_predictions(task, w, geometry, path, zero_based, span, scores):
 
 def predict(s: Session, task, w, geometry, path, zero_based, scores, out, metric) -> None:
     """predict's pass on the cluster: output lines written in file order."""
-    spans = partitions(path, task.grouping, size=s.partition_bytes)
-    futures = [s.client.submit(_partition_predictions, task, w, geometry, path, zero_based, span,
-                               scores, pure=False) for span in spans]
-    for future in futures:
-        text, rows = future.result()
+    if path == "-":                    # the workers cannot read our standard input: one local pass
+        results = [_partition_predictions(task, w, geometry, path, zero_based, None, scores)]
+    else:
+        spans = partitions(path, task.grouping, size=s.partition_bytes)
+        results = [s.client.submit(_partition_predictions, task, w, geometry, path, zero_based,
+                                   span, scores, pure=False) for span in spans]
+    for future in results:
+        text, rows = future.result() if hasattr(future, "result") else future
         out.write(text)
         for labels, block in rows:
             metric.add(labels, block)
-        future.release()
+        if hasattr(future, "release"):
+            future.release()
 
 
 # -- training: CoCoA+ ------------------------------------------------------------------------------
@@ -319,8 +327,11 @@ def _load(path, zero_based, span):
     return data.load(path, zero_based=zero_based, offset=offset, length=length)
 
 
-def _label_rows(block):
-    """n_rows, n_features, and the first row of each distinct target (what fixes a label set)."""
+def _label_rows(block, labelled):
+    """n_rows, n_features, and the first row of each distinct target (what fixes a label set; for
+    a task without labels, regression, just the first row)."""
+    if not labelled:
+        return block.n_rows, block.n_features, block.rows(0, min(1, block.n_rows))
     _values, first = np.unique(block.target, return_index=True)
     rows = data.concat_blocks([block.rows(int(i), int(i) + 1) for i in np.sort(first)])
     return block.n_rows, block.n_features, rows
@@ -410,11 +421,16 @@ def train_cocoa(s: Session, task_class, path, *, zero_based, options, C, bias, e
     from svmtrain.tasks.base import Geometry
 
     started = time.perf_counter()
+    if path == "-":
+        raise NotListable("-: training on Dask reads the file on the workers, which cannot read "
+                          "this standard input: give a file name (on a cluster, on a shared file "
+                          "system)")
     client = s.client
     K = partitions_count or s.n_threads
     spans = partitions(path, "row", count=K)
     blocks = [client.submit(_load, path, zero_based, span, pure=False) for span in spans]
-    infos = [client.submit(_label_rows, b, pure=False).result() for b in blocks]
+    labelled = task_class.name != "regression"
+    infos = [client.submit(_label_rows, b, labelled, pure=False).result() for b in blocks]
     examples = sum(i[0] for i in infos)
     n_features = max(i[1] for i in infos)
     task = task_class.from_training_data(data.concat_blocks([i[2] for i in infos]), path, options)

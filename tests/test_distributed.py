@@ -35,7 +35,7 @@ def run(*args, input=None):
 def cluster():
     """An in-process cluster of 4 one-thread workers; commands join it with --scheduler."""
     with dask_distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
-                                       dashboard_address=None) as c:
+                                       dashboard_address=":0") as c:
         yield c
 
 
@@ -213,7 +213,7 @@ def test_a_worker_killed_mid_training_does_not_lose_the_run():
     """Dask recomputes the lost partitions and rounds from their lineage (every task is
     deterministic: seeds per partition and round), so the run ends with the very same model."""
     with dask_distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None) as c:
+                                       dashboard_address=":0") as c:
         with dask_distributed.Client(c) as client:
             pids = list(client.run(os.getpid).values())
         _, reference = _train_on(c.scheduler_address, HEART, "binary", 2, max_epochs=12, epsilon=1e-6)
@@ -228,3 +228,24 @@ def test_a_worker_killed_mid_training_does_not_lose_the_run():
                          on_epoch=kill_one)
         assert killed
         assert np.array_equal(r.w, reference.w) and r.dual == reference.dual
+
+
+def test_bad_input_on_dask_names_the_file_and_line(cluster, a9a_model, tmp_path, monkeypatch):
+    lines = A9A.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"".join(lines[:1500] + [b"+1 3:1 2:oops\n"] + lines[1500:]))
+    monkeypatch.setattr(distributed, "PARTITION_BYTES", 20000)
+    for args in (["verify-bound", a9a_model, bad], ["predict", bad, a9a_model, tmp_path / "p"],
+                 ["train", bad, tmp_path / "m"]):
+        r = run(args[0], "--scheduler", cluster.scheduler_address, *args[1:])
+        assert r.exit_code == 2 and f"{bad}:1501:" in r.output, r.output
+    assert not (tmp_path / "p").exists() and not (tmp_path / "m").exists()
+
+
+def test_standard_input_is_read_by_the_client(cluster, a9a_model, tmp_path):
+    alone = run("verify-bound", "--json", a9a_model, "-", input=A9A.read_bytes())
+    on_dask = run("verify-bound", "--json", "--scheduler", cluster.scheduler_address, a9a_model, "-",
+                  input=A9A.read_bytes())
+    assert on_dask.exit_code == 0 and on_dask.stdout == alone.stdout
+    r = run("train", "--scheduler", cluster.scheduler_address, "-", tmp_path / "m", input=A9A.read_bytes())
+    assert r.exit_code == 2 and "standard input" in r.output
