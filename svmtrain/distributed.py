@@ -229,8 +229,22 @@ def _example_start(f, pos: int, grouping: str) -> int:
 
 
 def _read(path, zero_based, span):
+    """The rows of a partition. Lines are numbered from the range's start (counting the lines
+    before it would read the file up to there: quadratic over the partitions); `_file_lines`
+    puts the file's numbers back into an error."""
     offset, length = span if span is not None else (0, None)
-    return data.iter_blocks(path, zero_based=zero_based, offset=offset, length=length)
+    return data.iter_blocks(path, zero_based=zero_based, offset=offset, length=length,
+                            count_lines=False)
+
+
+@contextlib.contextmanager
+def _file_lines(path, span):
+    try:
+        yield
+    except data.DataError as e:
+        if e.line is None or span is None or span[0] == 0:
+            raise
+        raise data.DataError(e.path, e.line + data.lines_before(path, span[0]), e.reason) from None
 
 
 # -- verify-bound ----------------------------------------------------------------------------------
@@ -238,10 +252,11 @@ def _read(path, zero_based, span):
 def _partition_losses(task, w, geometry, C, path, zero_based, span):
     """(the positive losses C_i max(0, H_i) in file order, the number of examples)."""
     kept, n = [], 0
-    for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
-        v = task.costs(block, C) * task.violations(w, block, path, geometry)
-        kept.append(v[v > 0.0])
-        n += len(v)
+    with _file_lines(path, span):
+        for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
+            v = task.costs(block, C) * task.violations(w, block, path, geometry)
+            kept.append(v[v > 0.0])
+            n += len(v)
     return (np.concatenate(kept) if kept else np.zeros(0)), n
 
 
@@ -272,10 +287,11 @@ def _metric_rows(block):
 def _partition_predictions(task, w, geometry, path, zero_based, span, scores):
     fmt = task.format_scores if scores else task.format_prediction
     text, rows = [], []
-    for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
-        labels, values = task.predict(w, block, geometry, path)
-        text.append("".join(fmt(v) + "\n" for v in (values if scores else labels)))
-        rows.append((labels, _metric_rows(block)))
+    with _file_lines(path, span):
+        for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
+            labels, values = task.predict(w, block, geometry, path)
+            text.append("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+            rows.append((labels, _metric_rows(block)))
     return "".join(text), rows
 
 
