@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import ROOT, Table, fr, fs, pinned_env, run_timed
+from _common import ROOT, Table, fr, fs, pinned_env
 
 SEED = 1
 

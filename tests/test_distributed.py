@@ -3,7 +3,6 @@ single-process run, CoCoA+ training certified and close to the embedded model, w
 
 import gzip
 import os
-import shutil
 import signal
 import sys
 from pathlib import Path
