@@ -1685,3 +1685,19 @@ cdef class DualCD:
     @property
     def rng_state(self):
         return self.rng
+
+    def shift_w(self, const double[::1] offset):
+        """w += offset, alpha unchanged: the steps then see w = offset + sum alpha_c x_c.
+
+        CoCoA+ (svmtrain.distributed) solves a partition's local subproblem this way: the offset
+        carries the other partitions' share of w. The bounds of this engine no longer describe a
+        dual of its own cache until `recompute_w`, which drops the offset.
+        """
+        if offset.shape[0] != self.n_w:
+            raise ValueError(f"offset has {offset.shape[0]} entries, w has {self.n_w}")
+        if self.nonneg:
+            raise ValueError("shift_w does not apply to an engine with non-negative weights")
+        cdef int64_t j
+        with nogil:
+            for j in range(self.n_w):
+                self.w[j] += offset[j]

@@ -10,6 +10,7 @@ import click
 from svmtrain import interrupt
 from svmtrain.cli.budgeted import (BUDGETED_OPTIONS, budgeted_options, check_budgeted_options,
                                    train_budgeted_command)
+from svmtrain.cli.dask import DASK_OPTIONS, check_dask_options, dask_options, dask_session, train_on_dask
 from svmtrain.cli.controls import (STATE_OPTIONS, ControlledRun, check_control_options,
                                    control_options, read_controls)
 from svmtrain.cli.oneslack_options import (ONESLACK_OPTIONS, TRACE_HEADERS, oneslack_options,
@@ -118,6 +119,7 @@ def _bias(ctx, param, value):
 @oneslack_options
 @online_options
 @budgeted_options
+@dask_options
 @zero_based_option
 @quiet_option
 def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
@@ -129,6 +131,7 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     budgeted = {name: grouped.pop(name) for name in BUDGETED_OPTIONS}
+    dask = {name: grouped.pop(name) for name in DASK_OPTIONS}
     online = {name: grouped.pop(name) for name in ONLINE_OPTIONS}
     oneslack = {name: grouped.pop(name) for name in ONESLACK_OPTIONS}
     controls = grouped           # with --save-state / --warm-start, which every resumable mode reads
@@ -148,6 +151,14 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
         raise click.BadParameter("the 1-slack mode keeps no dual state", param_hint="--save-state / --warm-start")
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
+    check_dask_options(**dask, mode=mode, task=task,
+                       refuse=["--" + k.removesuffix("_file").replace("_", "-")
+                               for k, v in controls.items() if v])   # controls: not on Dask yet
+    if dask["workers"] or dask["scheduler"]:
+        with user_errors(), dask_session(**dask) as s:
+            train_on_dask(s, train_file, model_file, task, C, epsilon, bias, seed, max_epochs,
+                          options, shrinking, trace_file, model_format, zero_based, quiet)
+        return
     if mode == "budgeted":
         with user_errors():
             train_budgeted_command(train_file, model_file, task, C, epsilon, seed, options,
