@@ -1,11 +1,20 @@
 """svmtrain's command line: one module per command, shared options in `options`."""
 
-import click
+import os
 
-from svmtrain import __version__
-from svmtrain.cli.predict import predict
-from svmtrain.cli.train import train
-from svmtrain.cli.verify import verify_bound
+# svmtrain's parallelism is its own (--threads, --workers, the Cython kernels); numpy's BLAS calls
+# here are small, and a BLAS thread count that follows the machine changes the rounding of its
+# sums, so a model would depend on the core count. One BLAS thread unless the user sets one
+# (before numpy is first imported; Dask workers inherit it).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import click  # noqa: E402
+
+from svmtrain import __version__  # noqa: E402
+from svmtrain.cli.predict import predict  # noqa: E402
+from svmtrain.cli.train import train  # noqa: E402
+from svmtrain.cli.verify import verify_bound  # noqa: E402
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
