@@ -39,46 +39,36 @@ def _predict(test_file, model_file, output, scores, as_json, quiet, cluster=None
 
     model = read_model(model_file)
     task = task_class(model.task).from_model(model)
-    if model.mode == "budgeted" and cluster is not None:
-        raise InputError(f"{model_file}: predict on Dask is for linear models so far: leave out --workers")
+    zero_based = model.index_base == 0
     if model.mode == "budgeted":
-        return _predict_kernel(model, task, test_file, output, scores, as_json, quiet)
-    geometry = Geometry(model.n_features, model.bias)
+        if cluster is not None:
+            raise InputError(f"{model_file}: predict on Dask is for linear models so far: leave "
+                             f"out --workers")
+        # kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)
+        from svmtrain.solvers.budgeted import expansions, predict_values
+        exps = expansions(model)
+
+        def predict_block(block):
+            return predict_values(task, exps, block)
+    else:
+        geometry = Geometry(model.n_features, model.bias)
+        w = task.solver_weights(model.w)
+
+        def predict_block(block):
+            return task.predict(w, block, geometry, test_file)
     metric = task.new_metric()
     fmt = task.format_scores if scores else task.format_prediction
-    w = task.solver_weights(model.w)
     with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
             atomic_output(output, "w") as out:
         if cluster is not None:
             from svmtrain.distributed import predict as predict_on_dask
-            predict_on_dask(cluster, task, w, geometry, test_file, model.index_base == 0, scores, out,
-                            metric)
-        blocks = data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress)
-        for block in data.whole_examples(blocks, task.grouping) if cluster is None else ():
-            labels, values = task.predict(w, block, geometry, test_file)
-            metric.add(labels, block)
-            out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
-    if as_json:
-        click.echo(json.dumps(metric.summary()))
-    elif not quiet:
-        click.echo(metric.line(), err=True)
-
-
-def _predict_kernel(model, task, test_file, output, scores, as_json, quiet):
-    """Kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)."""
-    from svmtrain import data
-    from svmtrain.atomic import atomic_output
-    from svmtrain.solvers.budgeted import expansions, predict_values
-
-    exps = expansions(model)
-    metric = task.new_metric()
-    fmt = task.format_scores if scores else task.format_prediction
-    with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
-            atomic_output(output, "w") as out:
-        for block in data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress):
-            labels, values = predict_values(task, exps, block)
-            metric.add(labels, block)
-            out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+            predict_on_dask(cluster, task, w, geometry, test_file, zero_based, scores, out, metric)
+        else:
+            blocks = data.iter_blocks(test_file, zero_based=zero_based, progress=progress)
+            for block in data.whole_examples(blocks, task.grouping):
+                labels, values = predict_block(block)
+                metric.add(labels, block)
+                out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
     if as_json:
         click.echo(json.dumps(metric.summary()))
     elif not quiet:
