@@ -58,8 +58,9 @@ def test_one_pass_is_certified_and_more_passes_tighten(runner, a9a5k, tmp_path):
     gaps = []
     for passes in (1, 3):
         model = tmp_path / f"m{passes}"
+        # Alg. 2 as the paper has it: file order, pruned at once
         r = run(runner, "train", "-m", "online-dual", "--chunk", "250", "--passes", passes,
-                a9a5k, model)
+                "--shuffle-window", "0", "--keep-inactive", "0", a9a5k, model)
         assert r.exit_code == 0, r.output
         assert "certified by a pass over the data" in r.stderr
         m = read_model(model)
@@ -262,12 +263,18 @@ def test_sigint_writes_a_valid_model_and_resume_matches(runner, a9a_full, tmp_pa
     assert not state.exists()                          # the finished model supersedes it
 
 
-def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
-    """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run."""
+@pytest.mark.parametrize("window", [0, 1200])
+def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path, window):
+    """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run
+    (in file order, and inside a shuffle window's first visit or its looks)."""
     from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
     task = streaming_task(task_class("binary"), str(a9a5k), {})
-    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000)
-    whole = OnlineDual(task, str(a9a5k), opt).run()
+    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000,
+                        shuffle_window=window)
+    records = []
+    whole = OnlineDual(task, str(a9a5k), opt).run(on_chunk=records.append)
+    second = [i for i, r in enumerate(records) if r.pass_ == 2]
+    cut_at = second[len(second) // 2] + 1              # halfway through the second pass
 
     def stop_after(n):
         seen = []
@@ -278,7 +285,7 @@ def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
                 interrupt._received = signal.SIGINT      # as the handler does
         return on_chunk
 
-    cut = OnlineDual(task, str(a9a5k), opt).run(on_chunk=stop_after(23))   # inside the second pass
+    cut = OnlineDual(task, str(a9a5k), opt).run(on_chunk=stop_after(cut_at))
     interrupt.reset()
     assert cut.interrupted and cut.passes == 1
     fields = problem_fields("binary", task, opt)
@@ -319,7 +326,8 @@ def test_sigterm_exits_143_and_nslack_stops_cleanly(runner, a9a_full, tmp_path):
 
 def test_checkpoint_every_writes_model_and_state(a9a5k, tmp_path):
     task = streaming_task(task_class("binary"), str(a9a5k), {})
-    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=1, chunk=100, checkpoint_every=1e-9)
+    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=1, chunk=100, checkpoint_every=1e-9,
+                        shuffle_window=0)
     written = []
     OnlineDual(task, str(a9a5k), opt).run(on_checkpoint=written.append)
     assert len(written) == 50 and all(w.state["mode"] == "online-dual" for w in written)

@@ -14,6 +14,6 @@ from svmtrain.solvers.online import train_online
 SOLVERS = {"n-slack": train_nslack, "online-dual": train_online, "budgeted": train_budgeted}
 # the modes whose model is one linear w solved through the engine's problem layer: the training
 # controls (svmtrain.controls) apply to these
-LINEAR_MODES = ("n-slack",)
+LINEAR_MODES = ("n-slack", "online-dual")
 
 __all__ = ["LINEAR_MODES", "SOLVERS", "train_budgeted", "train_nslack", "train_online"]
