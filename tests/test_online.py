@@ -376,8 +376,9 @@ def test_stdin_limits_and_bad_states_exit_2(runner, a9a5k, tmp_path):
     interrupt.reset()
 
 
+@pytest.mark.parametrize("window", [0, 150])
 @pytest.mark.parametrize("task,name", [("binary", "a9a.train.sample"), ("sequence", "conll2000.train.svm")])
-def test_model_does_not_depend_on_the_reader_blocks(task, name):
+def test_model_does_not_depend_on_the_reader_blocks(task, name, window):
     """Chunks are cut by examples across the reader's blocks: tiny blocks (a sentence split between
     blocks, chunks spanning several) give the model of the default blocks, bit for bit."""
     path = os.path.join(REPO, "data", name)
@@ -385,7 +386,7 @@ def test_model_does_not_depend_on_the_reader_blocks(task, name):
     models = []
     for block_bytes in (8 << 20, 3000):
         opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-2, seed=1, passes=2, chunk=70,
-                            block_bytes=block_bytes)
+                            block_bytes=block_bytes, shuffle_window=window)
         models.append(OnlineDual(t, path, opt).run())
     assert np.array_equal(models[0].w, models[1].w) and models[0].dual == models[1].dual
     assert models[0].examples == models[1].examples
@@ -401,3 +402,68 @@ def test_never_loads_the_whole_file(runner, monkeypatch, tmp_path):
         r = run(runner, "train", "-q", "-t", task, "-m", "online-dual", "--verify",
                 os.path.join(REPO, "data", name), tmp_path / "m")
         assert r.exit_code == 0, r.output
+
+
+def test_shuffle_window_is_seeded_and_its_looks_close_the_gap(a9a5k):
+    """Windows visit their examples in an order fixed by --seed (another seed, another order), keep
+    each example's slack group (its place in the file) and, with the looks, one pass over windows
+    far smaller than the file certifies far below file order's gap."""
+    task = streaming_task(task_class("binary"), str(a9a5k), {})
+
+    def one_pass(**kw):
+        opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=kw.pop("seed", 1), chunk=100, **kw)
+        run = OnlineDual(task, str(a9a5k), opt)
+        result = run.run()
+        value = objective.primal(task, result.w, result.geometry, 1.0,
+                                 data.iter_blocks(str(a9a5k)), str(a9a5k))
+        return run, result, (value.primal - result.dual) / value.primal
+
+    run_a, a, gap_a = one_pass(shuffle_window=1000)
+    _, b, _ = one_pass(shuffle_window=1000)
+    _, c, _ = one_pass(shuffle_window=1000, seed=2)
+    assert np.array_equal(a.w, b.w) and not np.array_equal(a.w, c.w)
+    assert a.examples == 5000 and run_a.cache.cons.group.max() < 5000
+    _, _, gap_plain = one_pass(shuffle_window=0, keep_rounds=0)
+    _, _, gap_no_look = one_pass(shuffle_window=1000, window_looks=0)
+    assert 0 <= gap_a < gap_no_look and gap_a < gap_plain / 10
+
+
+def _heart():
+    return os.path.join(REPO, "data", "heart_scale")
+
+
+def test_controls_stream_as_in_batch(runner, tmp_path):
+    """Class weights from the label pass's counts are n-slack's; example weights and bias
+    regularization give n-slack's optimum (brackets meet) and verify-bound certifies."""
+    weights = tmp_path / "w"
+    weights.write_text("".join(f"{1 + i % 3}\n" for i in range(270)))
+    args = ["-e", "1e-4", "-B", "1", "--bias-reg", "0.5", "--class-weight", "balanced", "-w", "1", "2",
+            "--weights", weights]
+    r = run(runner, "train", *args, _heart(), tmp_path / "batch")
+    assert r.exit_code == 0, r.output
+    r = run(runner, "train", "-m", "online-dual", "--passes", "5", *args, _heart(), tmp_path / "online")
+    assert r.exit_code == 0, r.output
+    a, b = read_model(tmp_path / "batch"), read_model(tmp_path / "online")
+    assert a.class_weights == b.class_weights and b.bias_reg == 0.5
+    assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12)
+    v = verify(runner, tmp_path / "online", _heart())
+    assert v["certified"] and v["primal"] == b.primal
+
+
+def test_controls_bad_input_exit_2(runner, tmp_path):
+    short = tmp_path / "w"
+    short.write_text("1\n" * 100)
+    r = run(runner, "train", "-m", "online-dual", "--weights", short, _heart(), tmp_path / "m")
+    assert r.exit_code == 2 and str(short) in r.output and "has 100 weights" in r.output, r.output
+    assert not (tmp_path / "m").exists()
+    r = run(runner, "train", "-m", "online-dual", "--class-weight", "balanced", "--labels", "1,-1",
+            "-", tmp_path / "m", input=open(_heart()).read())
+    assert r.exit_code == 2 and "standard input" in r.output, r.output
+    # a resume state is for the controls it was saved with
+    state = tmp_path / "s.npz"
+    r = run(runner, "train", "-m", "online-dual", "-B", "1", "--bias-reg", "0.5", "--save-state",
+            state, _heart(), tmp_path / "m1")
+    assert r.exit_code == 0, r.output
+    r = run(runner, "train", "-B", "1", "--bias-reg", "0.25", "--warm-start", state, _heart(),
+            tmp_path / "m2")
+    assert r.exit_code == 2 and "cannot resume" in r.output and "controls" in r.output, r.output
