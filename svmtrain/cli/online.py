@@ -19,13 +19,14 @@ from svmtrain import interrupt
 from svmtrain.cli.options import InputError, show_progress
 from svmtrain.cli.controls import read_controls
 from svmtrain.controls import BlockPreparer, ControlError, ControlledTask, Controls
-from svmtrain.solvers.online import DEFAULT_KEEP_INACTIVE, DEFAULT_SHUFFLE_WINDOW, DEFAULT_WINDOW_LOOKS
+from svmtrain.solvers.online import DEFAULT_ADMIT_MARGIN, DEFAULT_KEEP_INACTIVE, DEFAULT_SHUFFLE_WINDOW, DEFAULT_WINDOW_LOOKS
 
 # option name -> flag, for "applies to --mode online-dual" messages
 _ONLINE_ONLY = {"passes": "--passes", "chunk": "--chunk", "keep_inactive": "--keep-inactive",
                 "cache_limit": "--cache-limit", "labels": "--labels", "verify": "--verify/--no-verify",
                 "checkpoint_every": "--checkpoint-every",
-                "shuffle_window": "--shuffle-window", "window_looks": "--window-looks"}
+                "shuffle_window": "--shuffle-window", "window_looks": "--window-looks",
+                "admit_margin": "--admit-margin"}
 ONLINE_OPTIONS = tuple(_ONLINE_ONLY)     # the parameters online_options adds to train
 
 
@@ -87,6 +88,11 @@ def online_options(f):
                      help="online-dual: before a shuffle window is let go, check its examples "
                           "against the current w again (they are in memory; the file is still read "
                           "once), up to K times, until a look adds no constraint."),
+        click.option("--admit-margin", "admit_margin", type=click.FloatRange(0, 100),
+                     default=DEFAULT_ADMIT_MARGIN, show_default=True, metavar="M",
+                     help="online-dual: also cache an example that is within M of violating its "
+                          "constraint (in the loss's units: the binary margin is 1), with alpha = 0, "
+                          "so that re-optimisations see it; 0: only violated ones (Alg. 2)."),
         click.option("--keep-inactive", "keep_inactive", type=click.IntRange(0),
                      default=DEFAULT_KEEP_INACTIVE, show_default=True,
                      help="online-dual: keep a constraint whose alpha is 0 for this many "
@@ -237,7 +243,8 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
                         max_epochs=max_epochs, shrinking=shrinking, zero_based=zero_based,
                         checkpoint_every=online["checkpoint_every"],
                         shuffle_window=online["shuffle_window"],
-                        window_looks=online["window_looks"])
+                        window_looks=online["window_looks"],
+                        admit_margin=online["admit_margin"])
     fields = problem_fields(task_name, task, opt)
     fields["controls"] = json.dumps(controls.model_fields(), sort_keys=True, default=str)
     if arrays is not None:
