@@ -11,12 +11,13 @@ standard input), so memory is bounded by the cache and one chunk, never by the d
     for every chunk of whole examples (a few hundred to a few thousand):
         each example's worst offender j under the current w (the task's loss-augmented inference),
             g_ij = l_ij - w.x_ij
-        if g_ij > xi_i (the slack example i already pays in the cache, 0 when it has no constraint
-            there): UB += C_i (g_ij - xi_i), add ij to A with alpha_ij = 0
+        if g_ij > xi_i - admit_margin (xi_i: the slack example i already pays in the cache, 0 when
+            it has no constraint there; admit_margin = 0 is Alg. 2, see Admission below):
+            UB += C_i max(0, g_ij - xi_i), add ij to A with alpha_ij = 0
         if UB - LB > epsilon UB: re-optimise A with the engine (svmtrain.engine.solve, hot-started
             from alpha) until the cached problem's exact bounds meet epsilon / 2; LB = D(alpha),
             UB = the cached problem's exact P; drop the constraints whose alpha has been 0 for more
-            than `keep_rounds` re-optimisations (0: at once, as the paper found best on large data)
+            than `keep_rounds` re-optimisations (the paper: 0, at once; see Pruning below)
 
 Order (shuffle windows). Alg. 2 assumes the examples come in no particular order; files often come
 sorted (runs of one label, drift). `shuffle_window` examples are read at a time (whole examples:
