@@ -339,6 +339,9 @@ def test_checkpoint_every_writes_model_and_state(a9a5k, tmp_path):
     (["--cache-limit", "0"], "--cache-limit"),
     (["--passes", "2"], "applies to --mode online-dual"),
     (["--keep-inactive", "2"], "applies to --mode online-dual"),
+    (["--shuffle-window", "10"], "applies to --mode online-dual"),
+    (["-m", "online-dual", "--admit-margin", "-1"], "--admit-margin"),
+    (["-m", "online-dual", "--shuffle-window", "-5"], "--shuffle-window"),
     (["-m", "online-dual", "--labels", "1,1"], "--labels"),
     (["-m", "online-dual", "-t", "regression", "--labels", "1,2"], "no labels"),
     (["-m", "online-dual", "--checkpoint-every", "-1"], "--checkpoint-every"),
@@ -425,7 +428,8 @@ def test_shuffle_window_is_seeded_and_its_looks_close_the_gap(a9a5k):
     assert a.examples == 5000 and run_a.cache.cons.group.max() < 5000
     _, _, gap_plain = one_pass(shuffle_window=0, keep_rounds=0, admit_margin=0)
     _, _, gap_no_look = one_pass(shuffle_window=1000, window_looks=0)
-    assert 0 <= gap_a < gap_no_look and gap_a < gap_plain / 10
+    _, _, gap_violated_only = one_pass(shuffle_window=1000, admit_margin=0)
+    assert 0 <= gap_a < gap_no_look and gap_a < gap_violated_only and gap_a < gap_plain / 10
 
 
 def _heart():
