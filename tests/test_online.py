@@ -58,8 +58,9 @@ def test_one_pass_is_certified_and_more_passes_tighten(runner, a9a5k, tmp_path):
     gaps = []
     for passes in (1, 3):
         model = tmp_path / f"m{passes}"
+        # Alg. 2 as the paper has it: file order, violated examples only, pruned at once
         r = run(runner, "train", "-m", "online-dual", "--chunk", "250", "--passes", passes,
-                a9a5k, model)
+                "--shuffle-window", "0", "--keep-inactive", "0", "--admit-margin", "0", a9a5k, model)
         assert r.exit_code == 0, r.output
         assert "certified by a pass over the data" in r.stderr
         m = read_model(model)
@@ -262,12 +263,18 @@ def test_sigint_writes_a_valid_model_and_resume_matches(runner, a9a_full, tmp_pa
     assert not state.exists()                          # the finished model supersedes it
 
 
-def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
-    """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run."""
+@pytest.mark.parametrize("window", [0, 1200])
+def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path, window):
+    """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run
+    (in file order, and inside a shuffle window's first visit or its looks)."""
     from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
     task = streaming_task(task_class("binary"), str(a9a5k), {})
-    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000)
-    whole = OnlineDual(task, str(a9a5k), opt).run()
+    opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000,
+                        shuffle_window=window)
+    records = []
+    whole = OnlineDual(task, str(a9a5k), opt).run(on_chunk=records.append)
+    second = [i for i, r in enumerate(records) if r.pass_ == 2]
+    cut_at = second[len(second) // 2] + 1              # halfway through the second pass
 
     def stop_after(n):
         seen = []
@@ -278,7 +285,7 @@ def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path):
                 interrupt._received = signal.SIGINT      # as the handler does
         return on_chunk
 
-    cut = OnlineDual(task, str(a9a5k), opt).run(on_chunk=stop_after(23))   # inside the second pass
+    cut = OnlineDual(task, str(a9a5k), opt).run(on_chunk=stop_after(cut_at))
     interrupt.reset()
     assert cut.interrupted and cut.passes == 1
     fields = problem_fields("binary", task, opt)
@@ -319,7 +326,8 @@ def test_sigterm_exits_143_and_nslack_stops_cleanly(runner, a9a_full, tmp_path):
 
 def test_checkpoint_every_writes_model_and_state(a9a5k, tmp_path):
     task = streaming_task(task_class("binary"), str(a9a5k), {})
-    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=1, chunk=100, checkpoint_every=1e-9)
+    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=1, chunk=100, checkpoint_every=1e-9,
+                        shuffle_window=0)
     written = []
     OnlineDual(task, str(a9a5k), opt).run(on_checkpoint=written.append)
     assert len(written) == 50 and all(w.state["mode"] == "online-dual" for w in written)
@@ -331,6 +339,9 @@ def test_checkpoint_every_writes_model_and_state(a9a5k, tmp_path):
     (["--cache-limit", "0"], "--cache-limit"),
     (["--passes", "2"], "applies to --mode online-dual"),
     (["--keep-inactive", "2"], "applies to --mode online-dual"),
+    (["--shuffle-window", "10"], "applies to --mode online-dual"),
+    (["-m", "online-dual", "--admit-margin", "-1"], "--admit-margin"),
+    (["-m", "online-dual", "--shuffle-window", "-5"], "--shuffle-window"),
     (["-m", "online-dual", "--labels", "1,1"], "--labels"),
     (["-m", "online-dual", "-t", "regression", "--labels", "1,2"], "no labels"),
     (["-m", "online-dual", "--checkpoint-every", "-1"], "--checkpoint-every"),
@@ -368,8 +379,9 @@ def test_stdin_limits_and_bad_states_exit_2(runner, a9a5k, tmp_path):
     interrupt.reset()
 
 
+@pytest.mark.parametrize("window", [0, 150])
 @pytest.mark.parametrize("task,name", [("binary", "a9a.train.sample"), ("sequence", "conll2000.train.svm")])
-def test_model_does_not_depend_on_the_reader_blocks(task, name):
+def test_model_does_not_depend_on_the_reader_blocks(task, name, window):
     """Chunks are cut by examples across the reader's blocks: tiny blocks (a sentence split between
     blocks, chunks spanning several) give the model of the default blocks, bit for bit."""
     path = os.path.join(REPO, "data", name)
@@ -377,7 +389,7 @@ def test_model_does_not_depend_on_the_reader_blocks(task, name):
     models = []
     for block_bytes in (8 << 20, 3000):
         opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-2, seed=1, passes=2, chunk=70,
-                            block_bytes=block_bytes)
+                            block_bytes=block_bytes, shuffle_window=window)
         models.append(OnlineDual(t, path, opt).run())
     assert np.array_equal(models[0].w, models[1].w) and models[0].dual == models[1].dual
     assert models[0].examples == models[1].examples
@@ -393,3 +405,69 @@ def test_never_loads_the_whole_file(runner, monkeypatch, tmp_path):
         r = run(runner, "train", "-q", "-t", task, "-m", "online-dual", "--verify",
                 os.path.join(REPO, "data", name), tmp_path / "m")
         assert r.exit_code == 0, r.output
+
+
+def test_shuffle_window_is_seeded_and_its_looks_close_the_gap(a9a5k):
+    """Windows visit their examples in an order fixed by --seed (another seed, another order), keep
+    each example's slack group (its place in the file) and, with the looks, one pass over windows
+    far smaller than the file certifies far below file order's gap."""
+    task = streaming_task(task_class("binary"), str(a9a5k), {})
+
+    def one_pass(**kw):
+        opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=kw.pop("seed", 1), chunk=100, **kw)
+        run = OnlineDual(task, str(a9a5k), opt)
+        result = run.run()
+        value = objective.primal(task, result.w, result.geometry, 1.0,
+                                 data.iter_blocks(str(a9a5k)), str(a9a5k))
+        return run, result, (value.primal - result.dual) / value.primal
+
+    run_a, a, gap_a = one_pass(shuffle_window=1000)
+    _, b, _ = one_pass(shuffle_window=1000)
+    _, c, _ = one_pass(shuffle_window=1000, seed=2)
+    assert np.array_equal(a.w, b.w) and not np.array_equal(a.w, c.w)
+    assert a.examples == 5000 and run_a.cache.cons.group.max() < 5000
+    _, _, gap_plain = one_pass(shuffle_window=0, keep_rounds=0, admit_margin=0)
+    _, _, gap_no_look = one_pass(shuffle_window=1000, window_looks=0)
+    _, _, gap_violated_only = one_pass(shuffle_window=1000, admit_margin=0)
+    assert 0 <= gap_a < gap_no_look and gap_a < gap_violated_only and gap_a < gap_plain / 10
+
+
+def _heart():
+    return os.path.join(REPO, "data", "heart_scale")
+
+
+def test_controls_stream_as_in_batch(runner, tmp_path):
+    """Class weights from the label pass's counts are n-slack's; example weights and bias
+    regularization give n-slack's optimum (brackets meet) and verify-bound certifies."""
+    weights = tmp_path / "w"
+    weights.write_text("".join(f"{1 + i % 3}\n" for i in range(270)))
+    args = ["-e", "1e-4", "-B", "1", "--bias-reg", "0.5", "--class-weight", "balanced", "-w", "1", "2",
+            "--weights", weights]
+    r = run(runner, "train", *args, _heart(), tmp_path / "batch")
+    assert r.exit_code == 0, r.output
+    r = run(runner, "train", "-m", "online-dual", "--passes", "5", *args, _heart(), tmp_path / "online")
+    assert r.exit_code == 0, r.output
+    a, b = read_model(tmp_path / "batch"), read_model(tmp_path / "online")
+    assert a.class_weights == b.class_weights and b.bias_reg == 0.5
+    assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12)
+    v = verify(runner, tmp_path / "online", _heart())
+    assert v["certified"] and v["primal"] == b.primal
+
+
+def test_controls_bad_input_exit_2(runner, tmp_path):
+    short = tmp_path / "w"
+    short.write_text("1\n" * 100)
+    r = run(runner, "train", "-m", "online-dual", "--weights", short, _heart(), tmp_path / "m")
+    assert r.exit_code == 2 and str(short) in r.output and "has 100 weights" in r.output, r.output
+    assert not (tmp_path / "m").exists()
+    r = run(runner, "train", "-m", "online-dual", "--class-weight", "balanced", "--labels", "1,-1",
+            "-", tmp_path / "m", input=open(_heart()).read())
+    assert r.exit_code == 2 and "standard input" in r.output, r.output
+    # a resume state is for the controls it was saved with
+    state = tmp_path / "s.npz"
+    r = run(runner, "train", "-m", "online-dual", "-B", "1", "--bias-reg", "0.5", "--save-state",
+            state, _heart(), tmp_path / "m1")
+    assert r.exit_code == 0, r.output
+    r = run(runner, "train", "-B", "1", "--bias-reg", "0.25", "--warm-start", state, _heart(),
+            tmp_path / "m2")
+    assert r.exit_code == 2 and "cannot resume" in r.output and "controls" in r.output, r.output

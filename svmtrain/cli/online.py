@@ -4,6 +4,7 @@ Also `--warm-start STATE`, which reads a resume state (.npz) and dispatches on i
 """
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -16,11 +17,16 @@ from click.core import ParameterSource
 
 from svmtrain import interrupt
 from svmtrain.cli.options import InputError, show_progress
+from svmtrain.cli.controls import read_controls
+from svmtrain.controls import BlockPreparer, ControlError, ControlledTask, Controls
+from svmtrain.solvers.online import DEFAULT_ADMIT_MARGIN, DEFAULT_KEEP_INACTIVE, DEFAULT_SHUFFLE_WINDOW, DEFAULT_WINDOW_LOOKS
 
 # option name -> flag, for "applies to --mode online-dual" messages
 _ONLINE_ONLY = {"passes": "--passes", "chunk": "--chunk", "keep_inactive": "--keep-inactive",
                 "cache_limit": "--cache-limit", "labels": "--labels", "verify": "--verify/--no-verify",
-                "checkpoint_every": "--checkpoint-every"}
+                "checkpoint_every": "--checkpoint-every",
+                "shuffle_window": "--shuffle-window", "window_looks": "--window-looks",
+                "admit_margin": "--admit-margin"}
 ONLINE_OPTIONS = tuple(_ONLINE_ONLY)     # the parameters online_options adds to train
 
 
@@ -71,8 +77,24 @@ def online_options(f):
         click.option("--chunk", type=click.IntRange(1), default=1000, show_default=True,
                      help="online-dual: examples per chunk, the unit of the explore-or-optimise "
                           "decision."),
-        click.option("--keep-inactive", "keep_inactive", type=click.IntRange(0), default=0,
-                     show_default=True,
+        click.option("--shuffle-window", "shuffle_window", type=click.IntRange(0),
+                     default=DEFAULT_SHUFFLE_WINDOW, show_default=True, metavar="N",
+                     help="online-dual: read N examples at a time and visit them in a random order "
+                          "(fixed by --seed and the pass; memory: N examples), so that runs of one "
+                          "label or drift in the file do not steer w; 0: file order. Ranking "
+                          "streams a query at a time, in file order."),
+        click.option("--window-looks", "window_looks", type=click.IntRange(0),
+                     default=DEFAULT_WINDOW_LOOKS, show_default=True, metavar="K",
+                     help="online-dual: before a shuffle window is let go, check its examples "
+                          "against the current w again (they are in memory; the file is still read "
+                          "once), up to K times, until a look adds no constraint."),
+        click.option("--admit-margin", "admit_margin", type=click.FloatRange(0, 100),
+                     default=DEFAULT_ADMIT_MARGIN, show_default=True, metavar="M",
+                     help="online-dual: also cache an example that is within M of violating its "
+                          "constraint (in the loss's units: the binary margin is 1), with alpha = 0, "
+                          "so that re-optimisations see it; 0: only violated ones (Alg. 2)."),
+        click.option("--keep-inactive", "keep_inactive", type=click.IntRange(0),
+                     default=DEFAULT_KEEP_INACTIVE, show_default=True,
                      help="online-dual: keep a constraint whose alpha is 0 for this many "
                           "re-optimisations before pruning it (0: prune at once)."),
         click.option("--cache-limit", "cache_limit", type=str, default=None, callback=_cache_limit,
@@ -139,8 +161,55 @@ def check_online_options(ctx, train_file, task, mode, online):
     return mode
 
 
+class StreamedControlledTask(ControlledTask):
+    """The controls' ControlledTask over a streamed file: it also prepares every block the solver
+    reads (costs, feature scaling: the controls' BlockPreparer, once per pass from the file's start)
+    and lays the prior out for the geometry, which grows as features arrive."""
+
+    def __init__(self, task, controls, original_bias, path, prior_path):
+        super().__init__(task, controls, original_bias)
+        self.path, self.prior_path = path, prior_path
+
+    def prepare_pass(self, blocks):
+        """The pass's blocks with the controls applied, checked against the weights file."""
+        preparer = BlockPreparer(self.c, self.path)
+        for block in blocks:
+            yield preparer(block, self.task.grouping)
+        preparer.finish()
+
+    def geometry_changed(self, geometry):
+        """w0 (--prior) in the layout of the current features."""
+        if self.c.prior_model is not None:
+            from svmtrain.cli.controls import _prior_weights
+            self.c.prior = _prior_weights(self.c.prior_model, self.task, geometry, self.prior_path)
+            self._layout = None
+        try:
+            self.layout(geometry)
+        except ControlError as e:
+            raise InputError(str(e)) from None
+
+
+def _controlled(task, controls, c, path, bias, counts):
+    """The task the solver sees: the plain one, or StreamedControlledTask when a control is on."""
+    from svmtrain.controls import resolve_class_weights
+    try:
+        weights = resolve_class_weights(c["class_weight_pairs"], False, task, None, path)
+    except ControlError as e:
+        raise InputError(str(e)) from None
+    if counts:          # --class-weight balanced: n / (k n_c), from the label pass's counts
+        weights = weights or {float(x): 1.0 for x in task.labels}
+        n, k = sum(counts.values()), len(counts)
+        for label, n_c in counts.items():
+            weights[float(label)] *= n / (k * n_c)
+    controls.class_weights = weights
+    if not (weights or controls.example_weights is not None or controls.reparametrized
+            or controls.prior_model is not None or controls.nonneg):
+        return task
+    return StreamedControlledTask(task, controls, bias, path, c["prior_model"])
+
+
 def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_epochs, options,
-                 shrinking, trace_file, model_format, zero_based, quiet, online):
+                 shrinking, trace_file, model_format, zero_based, quiet, online, control_options=None):
     from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers import SOLVERS
     from svmtrain.solvers.online import (OnlineOptions, StateError, load_state, problem_fields,
@@ -159,16 +228,25 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
     labels = online["labels"]
     if labels is None and arrays is not None and "problem_labels" in arrays and arrays["problem_labels"].size:
         labels = arrays["problem_labels"].tolist()     # the state's labels: no reading pass
+    c = dict(control_options or {}, warm_start_file=None, save_state_file=None)  # states: ours
+    controls = read_controls(task_name, zero_based, c) if control_options else Controls()
+    counts = {} if c.get("class_weight") == "balanced" else None
     with _bar(train_file, quiet, "labels") as progress:
-        task = streaming_task(task_class(task_name), train_file, options, labels, zero_based, progress)
+        task = streaming_task(task_class(task_name), train_file, options, labels, zero_based, progress,
+                              counts=counts)
+    solver_task = _controlled(task, controls, c, train_file, bias, counts) if control_options else task
     limit = online["cache_limit"]
-    opt = OnlineOptions(C=C, bias=bias, epsilon=epsilon, seed=seed, passes=online["passes"],
+    opt = OnlineOptions(C=C, bias=controls.hat_bias(bias), epsilon=epsilon, seed=seed, passes=online["passes"],
                         chunk=online["chunk"], keep_rounds=online["keep_inactive"],
                         cache_limit=limit[1] if limit and limit[0] == "constraints" else None,
                         cache_limit_bytes=limit[1] if limit and limit[0] == "bytes" else None,
                         max_epochs=max_epochs, shrinking=shrinking, zero_based=zero_based,
-                        checkpoint_every=online["checkpoint_every"])
+                        checkpoint_every=online["checkpoint_every"],
+                        shuffle_window=online["shuffle_window"],
+                        window_looks=online["window_looks"],
+                        admit_margin=online["admit_margin"])
     fields = problem_fields(task_name, task, opt)
+    fields["controls"] = json.dumps(controls.model_fields(), sort_keys=True, default=str)
     if arrays is not None:
         try:
             arrays = load_state(arrays, fields)
@@ -180,17 +258,25 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
         train_file != "-" and task.grouping != "whole")
     state_path = online["save_state"] or f"{model_file}.state.npz"
     try:
-        solver = SOLVERS["online-dual"](task, train_file, opt, arrays)
+        solver = SOLVERS["online-dual"](solver_task, train_file, opt, arrays)
     except StateError as e:
         raise InputError(f"{online['warm_start']}: cannot resume: {e}") from None
+
+    def model_w(result):
+        """The model's w: the solver's w_hat mapped back (w0 + R^-1 w_hat) under --prior,
+        --reg-scale, --bias-reg; the solver's w otherwise."""
+        if solver_task is task or not controls.reparametrized:
+            return result.w
+        return solver_task.to_model(result.w, result.geometry)
 
     def write(result, primal, examples):
         model = Model(task=task_name, mode="online-dual", C=C, bias=bias,
                       n_features=result.geometry.n_cols, index_base=0 if zero_based else 1,
-                      w=task.model_weights(result.w, result.geometry), epsilon=epsilon,
+                      w=task.model_weights(model_w(result), result.geometry), epsilon=epsilon,
                       dual=result.dual, primal=max(primal, result.dual),
                       relative_gap=_rel(max(primal, result.dual), result.dual), examples=examples,
-                      seed=seed, epochs=result.epochs, **task.model_fields())
+                      seed=seed, epochs=result.epochs, **task.model_fields(),
+                      **controls.model_fields())
         (write_liblinear if model_format == "liblinear" else write_model)(model, model_file)
 
     wrote_checkpoint = []
@@ -223,7 +309,13 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
         with interrupt.watch():
             result = solver.run(pass_bar, on_chunk, checkpoint)
             if verify and not result.interrupted:
-                primal, examples = _verify_pass(task, result, C, train_file, zero_based, quiet)
+                w_priced = result.w
+                if solver_task is not task and controls.reparametrized:
+                    # price the w the model will hold (w_hat rebuilt from it, as verify-bound will)
+                    w_model = task.solver_weights(task.model_weights(model_w(result), result.geometry))
+                    w_priced = solver_task.to_hat(w_model, result.geometry)
+                primal, examples = _verify_pass(solver_task, w_priced, result.geometry, C,
+                                                train_file, zero_based, quiet)
     finally:
         if trace:
             trace.close()
@@ -257,13 +349,16 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
                    f"{_n(result.passes, 'pass', 'passes')}: more --passes close it", err=True)
 
 
-def _verify_pass(task, result, C, path, zero_based, quiet):
+def _verify_pass(task, w, geometry, C, path, zero_based, quiet):
     """verify-bound's pass (svmtrain.objective): the true P(w) and the example count; None, None
-    when a signal stops it."""
+    when a signal stops it. A controlled task prices its own problem (its blocks prepared)."""
     from svmtrain import data, objective
-    acc = objective.PrimalAccumulator(task, result.w, result.geometry, C, path)
+    acc = objective.PrimalAccumulator(task, w, geometry, C, path)
     with _bar(path, quiet, "verifying") as progress:
         blocks = data.iter_blocks(path, zero_based=zero_based, progress=progress)
+        prepare = getattr(task, "prepare_pass", None)
+        if prepare is not None:
+            blocks = prepare(blocks)
         for block in data.whole_examples(blocks, task.grouping):
             acc.add(block)
             if interrupt.requested():

@@ -167,7 +167,7 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     if mode == "online-dual":     # a streaming solver: no data.load
         with user_errors():
             train_online(train_file, model_file, task, C, epsilon, bias, seed, max_epochs, options,
-                         shrinking, trace_file, model_format, zero_based, quiet, online)
+                         shrinking, trace_file, model_format, zero_based, quiet, online, controls)
         return
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,

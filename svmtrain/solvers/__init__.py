@@ -16,7 +16,7 @@ SOLVERS = {"n-slack": train_nslack, "1-slack": train_oneslack, "online-dual": tr
            "budgeted": train_budgeted}
 # the modes whose model is one linear w solved through the engine's problem layer: the training
 # controls (svmtrain.controls) apply to these
-LINEAR_MODES = ("n-slack", "1-slack")
+LINEAR_MODES = ("n-slack", "1-slack", "online-dual")
 
 __all__ = ["LINEAR_MODES", "SOLVERS", "train_budgeted", "train_nslack", "train_oneslack",
            "train_online"]

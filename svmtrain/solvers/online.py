@@ -11,12 +11,36 @@ standard input), so memory is bounded by the cache and one chunk, never by the d
     for every chunk of whole examples (a few hundred to a few thousand):
         each example's worst offender j under the current w (the task's loss-augmented inference),
             g_ij = l_ij - w.x_ij
-        if g_ij > xi_i (the slack example i already pays in the cache, 0 when it has no constraint
-            there): UB += C_i (g_ij - xi_i), add ij to A with alpha_ij = 0
+        if g_ij > xi_i - admit_margin (xi_i: the slack example i already pays in the cache, 0 when
+            it has no constraint there; admit_margin = 0 is Alg. 2, see Admission below):
+            UB += C_i max(0, g_ij - xi_i), add ij to A with alpha_ij = 0
         if UB - LB > epsilon UB: re-optimise A with the engine (svmtrain.engine.solve, hot-started
             from alpha) until the cached problem's exact bounds meet epsilon / 2; LB = D(alpha),
             UB = the cached problem's exact P; drop the constraints whose alpha has been 0 for more
-            than `keep_rounds` re-optimisations (0: at once, as the paper found best on large data)
+            than `keep_rounds` re-optimisations (the paper: 0, at once; see Pruning below)
+
+Order (shuffle windows). Alg. 2 assumes the examples come in no particular order; files often come
+sorted (runs of one label, drift). `shuffle_window` examples are read at a time (whole examples:
+sentences stay whole; ranking streams a query at a time, in file order) and visited in a random
+order fixed by (seed, pass, the window's first row). Before a window is let go its examples, still
+in memory, are looked at again against the current w, up to `window_looks` sweeps, until a sweep adds
+no constraint: the file is still read once, memory is bounded by the window and the cache. An
+example pruned or never added in an earlier window is not looked at again in the pass: that is what
+one pass cannot know, and why its certified gap is measured by one more pass. The resume point is the
+window's first row plus the examples of its sweeps done (`window_done`), so a resumed run is exact.
+
+Admission. Alg. 2 caches an example when it is violated beyond the slack it pays. An example that
+the w of its moment satisfies by a hair is violated once w moves, and one pass does not come back
+to it. `admit_margin` (in the units of the loss: the margin 1 of the binary hinge) also caches
+examples within that distance of violation, with alpha = 0: the re-optimisations see them. One pass
+on kddcup99 binary certified 1.4e-2 at 0 and 2.4e-4 at 0.3; ijcnn1 in windows of 10000, 4.8e-2 and
+8.0e-3.
+
+Pruning. The paper prunes alpha = 0 at once; on a9a, ijcnn1, reuters_lasvm and kddcup99 that gives
+back, one re-optimisation later, constraints that are violated again at the end of the pass (in file
+order, one pass certified 0.70 on ijcnn1 pruning at once, 0.088 keeping them 50 re-optimisations;
+kddcup99 binary with windows 2.7e-2 at 50, 1.4e-2 at 200 or more). The default keeps them
+`DEFAULT_KEEP_INACTIVE` re-optimisations; `cache_limit` still bounds the cache hard.
 
 The chunk is the unit of the explore-or-optimise decision (Alg. 2 takes it per example; a chunk keeps
 the Python overhead per example small); chunks are cut by examples across the reader's blocks, so the
@@ -63,8 +87,13 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 1
+STATE_VERSION = 2              # 2: the shuffle window's position
 DEFAULT_CHUNK = 1000
+# chosen by measurement (bench/README.md, section online): see the module docstring
+DEFAULT_SHUFFLE_WINDOW = 100000
+DEFAULT_KEEP_INACTIVE = 200
+DEFAULT_WINDOW_LOOKS = 3
+DEFAULT_ADMIT_MARGIN = 0.3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,7 +291,7 @@ class OnlineOptions:
     seed: int
     passes: int = 1
     chunk: int = DEFAULT_CHUNK
-    keep_rounds: int = 0
+    keep_rounds: int = DEFAULT_KEEP_INACTIVE
     cache_limit: Optional[int] = None          # constraints
     cache_limit_bytes: Optional[int] = None
     max_epochs: int = 1000
@@ -270,6 +299,9 @@ class OnlineOptions:
     zero_based: bool = False
     checkpoint_every: Optional[float] = None   # seconds
     block_bytes: int = 8 << 20
+    shuffle_window: int = DEFAULT_SHUFFLE_WINDOW  # examples per shuffled window (0: file order)
+    window_looks: int = DEFAULT_WINDOW_LOOKS   # sweeps of a window after its first visit, at most
+    admit_margin: float = DEFAULT_ADMIT_MARGIN  # cache examples violated within this of their slack
 
 
 class OnlineDual:
@@ -278,12 +310,17 @@ class OnlineDual:
     def __init__(self, task, path, opt: OnlineOptions, state=None):
         self.task, self.path, self.opt = task, path, opt
         self.geometry = Geometry(0, opt.bias)
+        self._geometry_changed()
         self.w = np.zeros(task.n_weights(self.geometry))
         self.cache = Cache.empty()
         self.LB = self.UB = 0.0
         self.pass_ = 0                  # current pass (0-based)
         self.rows_done = 0              # rows of the file finished in the current pass
         self.examples_done = 0          # positional ids handed out in the current pass
+        self.window_done = 0            # examples of the current shuffle window visited, over its
+                                        # sweeps (the window starts at rows_done / examples_done)
+        self.window_added = 0           # constraints added in the window's current sweep
+        self.revisit = False            # the chunk is a window's second look (not counted again)
         self.added_in_pass = 0          # constraints added in the current pass
         self.pass_solves = 0            # re-optimisations when the current pass began
         self.examples_in_file = None    # known once a pass has completed
@@ -326,6 +363,13 @@ class OnlineDual:
             past = t.term_offset >= blocks * old.width
             t.term_offset = np.where(past, t.term_offset + blocks * (new.width - old.width), t.term_offset)
         self.geometry = new
+        self._geometry_changed()
+
+    def _geometry_changed(self):
+        """Tell a controlled task (svmtrain.controls) the geometry: its prior's layout follows it."""
+        hook = getattr(self.task, "geometry_changed", None)
+        if hook is not None:
+            hook(self.geometry)
 
     # -- the passes -------------------------------------------------------------------------------
     def run(self, progress_for_pass=None, on_chunk=None, on_checkpoint=None):
@@ -336,8 +380,8 @@ class OnlineDual:
         last_checkpoint = started
         while self.pass_ < self.opt.passes and not self.certified:
             with (progress_for_pass(self.pass_) if progress_for_pass else _null_progress()) as bar:
-                for chunk in self._chunks(bar):
-                    self._explore(chunk)
+                for chunk, ids in self._chunks(bar):
+                    self._explore(chunk, ids)
                     if self.UB - self.LB > self.opt.epsilon * self.UB:
                         self._optimise()
                     record = ChunkRecord(self.pass_ + 1, self.examples_seen, self.cache.size,
@@ -359,6 +403,7 @@ class OnlineDual:
                 self.certified = self.UB - self.LB <= self.opt.epsilon * self.UB
             self.pass_ += 1
             self.rows_done = self.examples_done = self.added_in_pass = self.model_examples = 0
+            self.window_done = 0
             self.pass_solves = self.solves
             self.row_digest = RowDigest()
             self.qids_done = set()
@@ -372,13 +417,54 @@ class OnlineDual:
     def _keyed(self):
         return self.stream_grouping == "keyed"
 
+    @property
+    def shuffles(self):
+        """Whether the examples are visited in shuffled windows (not ranking: a query at a time)."""
+        return self.opt.shuffle_window > 0 and self.stream_grouping != "queries"
+
     def _chunks(self, progress):
-        """Chunks of whole examples of the current pass, after the rows already done."""
+        """(chunk, positional ids or None) of whole examples of the current pass, after the rows
+        already done; the position in the file (rows_done, examples_done, window_done and the
+        digest) is advanced before a chunk is handed out, so a state saved after it is exact."""
         blocks = data.iter_blocks(self.path, zero_based=self.opt.zero_based,
                                   block_bytes=self.opt.block_bytes, progress=progress)
+        prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
+        if prepare is not None:
+            blocks = prepare(blocks)
         blocks = self._skip_done(blocks)
         grouping = "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
-        yield from _rechunk(data.whole_examples(blocks, grouping), grouping, self.opt.chunk)
+        examples = data.whole_examples(blocks, grouping)
+        if not self.shuffles:
+            for chunk in _rechunk(examples, grouping, self.opt.chunk):
+                self.row_digest.add(chunk)
+                self.rows_done += chunk.n_rows
+                yield chunk, None
+            return
+        # shuffled windows: read `shuffle_window` examples, visit them in a random order fixed by
+        # (seed, pass, window start); the window's place in the file is the resume point
+        # Before a window is let go, its examples are looked at again against the current w (they
+        # are in memory: the file is still read once): sweeps of the window until one adds no
+        # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
+        for window in _rechunk(examples, grouping, self.opt.shuffle_window):
+            starts = _example_starts(window, grouping)
+            n = len(starts) - 1
+            rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
+            order = rng.permutation(n)
+            while True:
+                sweep, at = divmod(self.window_done, n)
+                if sweep > 0 and at == 0 and (sweep > self.opt.window_looks or self.window_added == 0):
+                    break                 # the window is done: the resume point moves on
+                if at == 0:
+                    self.window_added = 0
+                take = order[at:at + self.opt.chunk]
+                self.window_done += len(take)
+                self.revisit = sweep > 0
+                yield _take_examples(window, starts, take), self.examples_done + take
+            self.row_digest.add(window)
+            self.rows_done += window.n_rows
+            self.examples_done += n
+            self.window_done = self.window_added = 0
+            self.revisit = False
 
     def _skip_done(self, blocks):
         """The blocks after the rows already done in this pass (a resumed run), which must be the
@@ -403,10 +489,10 @@ class OnlineDual:
             raise data.DataError(self.path, None, f"has fewer rows than the {self.rows_done} the "
                                                   "resume state was saved after")
 
-    def _explore(self, chunk):
-        """Alg. 2 lines 4-10 for every example of the chunk."""
+    def _explore(self, chunk, ids=None):
+        """Alg. 2 lines 4-10 for every example of the chunk; `ids`: the examples' positions in the
+        file (None: the chunk is the next in file order)."""
         task, opt = self.task, self.opt
-        self.row_digest.add(chunk)
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
@@ -415,7 +501,7 @@ class OnlineDual:
             self._widen(max(chunk.n_features, 1))
         problem = task.problem(chunk, self.path, opt.C, self.geometry)
         self.store_cols, self.stride = problem.n_cols, problem.stride
-        counted = len(task.costs(chunk, 1.0))
+        counted = 0 if self.revisit else len(task.costs(chunk, 1.0))
         self.model_examples += counted
         self.examples_seen += counted
         try:
@@ -423,12 +509,16 @@ class OnlineDual:
         except NotImplementedError:       # a task without an oracle lists its constraints
             cand = task.all_constraints(problem, chunk)
         n_examples = len(problem.C)
-        self.rows_done += chunk.n_rows
         if self._keyed:
             ids_of = np.asarray(task.example_keys(chunk, self.path), np.int64)
+        elif ids is not None:
+            if len(ids) != n_examples:
+                raise AssertionError("a shuffled chunk's examples and the task's differ in number")
+            ids_of = np.asarray(ids, np.int64)
         else:
             ids_of = self.examples_done + np.arange(n_examples, dtype=np.int64)
-        self.examples_done += n_examples
+        if ids is None:
+            self.examples_done += n_examples
         if not cand.size:
             return
         g = cand.margin - _dots(problem, cand, self.w, self.geometry)
@@ -453,13 +543,18 @@ class OnlineDual:
                 raise data.DataError(self.path, _line_of(cand, best[i], chunk),
                                      f"cost {C_best[i] / opt.C:g} differs from the cost "
                                      f"{C_group[pos[i]] / opt.C:g} of an earlier line of its slack group")
-        add = (g_best > xi + 1e-12 * np.maximum(1.0, np.abs(g_best))) & (C_best > 0)
+        # admitted: violated beyond the cached slack, or within admit_margin of it (an example
+        # that w is about to violate joins with alpha = 0; its UB share is the positive part); a
+        # worst offender with l = 0 (multiclass: the true class) is no constraint to come near
+        tol = 1e-12 * np.maximum(1.0, np.abs(g_best))
+        add = ((g_best > xi + tol) | ((g_best > xi - opt.admit_margin + tol) & (cand.margin[best] > 0))) \
+            & (C_best > 0)
         if len(ids) and np.any(add & found):
             add &= _not_cached(self.cache.cons, gid, cand.key[best], add & found)
         if not np.any(add):
             return
         pick = best[add]
-        self.UB += float(np.dot(C_best[add], g_best[add] - xi[add]))
+        self.UB += float(np.dot(C_best[add], np.maximum(g_best[add] - xi[add], 0.0)))
         new = cand.select(np.isin(np.arange(cand.size), pick))
         rows, inverse = np.unique(new.term_row, return_inverse=True)
         stored = self.cache.store.add(problem.indptr, problem.indices, problem.data, rows)
@@ -476,6 +571,7 @@ class OnlineDual:
         c.idle = np.concatenate([c.idle, np.zeros(m, np.int64)])
         self.next_age += m
         self.added_in_pass += m
+        self.window_added += m
         self._enforce_limit()
 
     def _check_queries(self, chunk):
@@ -497,7 +593,12 @@ class OnlineDual:
             tptr=c.cons.tptr, term_row=c.cons.term_row, term_scale=c.cons.term_scale,
             term_offset=c.cons.term_offset, term_bias=c.cons.term_bias, margin=c.cons.margin,
             group=inv, C_group=C_group, n_w=len(self.w), bias=self.geometry.bias,
-            stride=self.stride)
+            stride=self.stride, nonneg=self._nonneg())
+
+    def _nonneg(self):
+        """The non-negativity mask of a controlled task (--nonneg), in the current layout."""
+        layout = getattr(self.task, "layout", None)
+        return None if layout is None else layout(self.geometry)[2]
 
     def _optimise(self):
         """Alg. 2 lines 11-13: re-optimise the cache, hot-started, then prune."""
@@ -586,6 +687,9 @@ class OnlineDual:
             "LB": np.array(self.LB), "UB": np.array(self.UB),
             "pass": np.array(self.pass_), "rows_done": np.array(self.rows_done),
             "examples_done": np.array(self.examples_done), "added_in_pass": np.array(self.added_in_pass),
+            "window_done": np.array(self.window_done), "window_added": np.array(self.window_added),
+            "revisit": np.array(self.revisit),
+            "shuffle_window": np.array(self.opt.shuffle_window if self.shuffles else 0),
             "examples_in_file": np.array(-1 if self.examples_in_file is None else self.examples_in_file),
             "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
@@ -601,6 +705,7 @@ class OnlineDual:
 
     def _restore(self, s):
         self.geometry = Geometry(int(s["n_cols"]), self.opt.bias)
+        self._geometry_changed()
         if len(s["w"]) != self.task.n_weights(self.geometry):
             raise StateError(f"w has {len(s['w'])} weights, the task needs "
                              f"{self.task.n_weights(self.geometry)}")
@@ -608,6 +713,14 @@ class OnlineDual:
         self.LB, self.UB = float(s["LB"]), float(s["UB"])
         self.pass_, self.rows_done = int(s["pass"]), int(s["rows_done"])
         self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
+        self.window_done, self.window_added = int(s["window_done"]), int(s["window_added"])
+        self.revisit = bool(s["revisit"])
+        saved_window = int(s["shuffle_window"])
+        if saved_window != (self.opt.shuffle_window if self.shuffles else 0) and (
+                self.rows_done or self.window_done):
+            raise StateError(f"it was saved with --shuffle-window {saved_window}, this run has "
+                             f"{self.opt.shuffle_window}: the order of the pass it stopped in "
+                             f"would change")
         e = int(s["examples_in_file"])
         self.examples_in_file = None if e < 0 else e
         self.examples_seen, self.next_age = int(s["examples_seen"]), int(s["next_age"])
@@ -706,6 +819,30 @@ def _line_of(cons, c, chunk):
     return int(chunk.line[r]) if r < chunk.n_rows else None
 
 
+def _example_starts(block, grouping):
+    """Row where each example of a block starts, and the block's end."""
+    if grouping == "row":
+        return np.arange(block.n_rows + 1)
+    starts = np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1
+    return np.concatenate(([0], starts, [block.n_rows])).astype(np.int64)
+
+
+def _take_examples(block, starts, which):
+    """The examples `which` (indices into starts) of a block, in that order, as a block."""
+    which = np.asarray(which, np.int64)
+    first, stop = starts[which], starts[which + 1]
+    n = stop - first
+    rows = np.repeat(first - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+    lo, hi = block.indptr[rows], block.indptr[rows + 1]
+    lengths = hi - lo
+    ends = np.cumsum(lengths)
+    src = np.repeat(lo - (ends - lengths), lengths) + np.arange(int(lengths.sum()))
+    indices = block.indices[src]
+    return data.Block(np.concatenate(([0], ends)).astype(np.int64), indices, block.data[src],
+                      block.target[rows], block.qid[rows], block.cost[rows], block.line[rows],
+                      int(indices.max()) + 1 if len(indices) else 0, 0)
+
+
 def _kept_bytes(cache, kept):
     lengths = np.diff(cache.cons.tptr)[kept]
     rows = np.unique(cache.cons.term_row[np.repeat(cache.cons.tptr[kept], lengths)
@@ -774,16 +911,22 @@ class _null_progress:
 # Labels, and the resume state file
 
 
-def streaming_task(task_cls, path, options, labels=None, zero_based=False, progress=None):
+def streaming_task(task_cls, path, options, labels=None, zero_based=False, progress=None,
+                   counts=None):
     """The task for a streamed file. A task that learns nothing from the rows is built from none; a
     labelled one from `labels` when given, else from one reading pass over the file (labels and
-    their first lines only), which standard input cannot give."""
+    their first lines only), which standard input cannot give. `counts` (a dict), when given, is
+    filled with the rows of each label (that pass, or one for the purpose)."""
     empty = data.concat_blocks([])
     try:
         return task_cls.from_training_data(empty, path, options)
     except data.DataError:
         pass
-    if labels is not None:
+    if counts is not None:
+        if path == "-":
+            raise data.DataError(path, None, "--class-weight balanced counts the classes in a pass "
+                                             "before training: standard input is read once")
+    if labels is not None and counts is None:
         values = np.asarray(labels, np.float64)
         lines = np.zeros(len(values), np.int64)
     else:
@@ -792,13 +935,18 @@ def streaming_task(task_cls, path, options, labels=None, zero_based=False, progr
                                              "the labels with --labels")
         seen = {}
         for block in data.iter_blocks(path, zero_based=zero_based, progress=progress):
-            values, first = np.unique(block.target, return_index=True)
-            for v, i in zip(values.tolist(), first.tolist()):
+            values, first, n = np.unique(block.target, return_index=True, return_counts=True)
+            for v, i, k in zip(values.tolist(), first.tolist(), n.tolist()):
                 if v not in seen:
                     seen[v] = int(block.line[i])
+                if counts is not None:
+                    counts[v] = counts.get(v, 0) + k
         pairs = sorted(seen.items(), key=lambda kv: kv[1])
         values = np.array([v for v, _ in pairs], np.float64)
         lines = np.array([ln for _, ln in pairs], np.int64)
+        if labels is not None:      # the order given (the pass was for the counts)
+            values = np.asarray(labels, np.float64)
+            lines = np.zeros(len(values), np.int64)
     n = len(values)
     pseudo = data.Block(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0), values,
                         np.full(n, -1, np.int64), np.ones(n), lines, 0, 0)
@@ -831,7 +979,7 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
     "store_refs": np.integer, "qids_done": np.integer,
 }
-_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass",
+_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
 
 
