@@ -51,12 +51,17 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, exp, fabs, log
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memset
 
 from _sparse cimport rand_below
 
 cnp.import_array()
 
 cdef double GOLDEN = 0.6180339887498949   # (sqrt(5) - 1) / 2
+# The SVs are also kept as dense rows when capacity x columns is at most this many doubles (16 MB):
+# a kernel row then loops over the example's few non-zeros, not over the SVs' (merged SVs fill in:
+# the union of both supports), and needs no scatter.
+cdef int64_t DENSE_LIMIT = 1 << 21
 
 
 cdef struct Store:
@@ -74,6 +79,7 @@ cdef struct Store:
     int64_t n_cols
     double gamma
     double* work           # n_cols, all zero between calls: one row scattered at a time
+    double* dense          # cap_sv rows of n_cols: SV j densely at j * n_cols, or NULL (too large)
 
 
 cdef int reserve(Store* s, int64_t extra) noexcept nogil:
@@ -126,6 +132,29 @@ cdef inline double sv_dot(Store* s, int64_t j) noexcept nogil:
     return d
 
 
+cdef inline void dense_write(Store* s, int64_t j) noexcept nogil:
+    """Row j of the dense mirror from SV j's pool row."""
+    if s.dense == NULL:
+        return
+    cdef double* row = s.dense + j * s.n_cols
+    cdef int64_t p
+    memset(row, 0, s.n_cols * sizeof(double))
+    for p in range(s.start[j], s.start[j] + s.length[j]):
+        row[s.pool_ind[p]] = s.pool_val[p]
+
+
+cdef inline double dense_dot(Store* s, int64_t j, const int64_t* ind, const double* val,
+                             int64_t a, int64_t b) noexcept nogil:
+    """x~_j . x for the row x = ind/val[a:b] (s.dense set)."""
+    cdef const double* row = s.dense + j * s.n_cols
+    cdef double d = 0.0
+    cdef int64_t p
+    for p in range(a, b):
+        if ind[p] < s.n_cols:
+            d += val[p] * row[ind[p]]
+    return d
+
+
 cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept nogil:
     cdef double d2 = sqn_a + sqn_b - 2.0 * dot
     return d2 if d2 > 0.0 else 0.0
@@ -136,6 +165,10 @@ cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_
     """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn."""
     cdef double f = 0.0
     cdef int64_t j
+    if s.dense != NULL:
+        for j in range(s.n_sv):
+            f += s.beta[j] * exp(-s.gamma * sq_distance(sqn, s.sqnorm[j], dense_dot(s, j, ind, val, a, b)))
+        return f
     scatter(s, ind, val, a, b)
     for j in range(s.n_sv):
         f += s.beta[j] * exp(-s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j)))
@@ -158,6 +191,7 @@ cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int6
     s.start[j], s.length[j] = s.used, q - s.used
     s.used = q
     s.beta[j], s.sqnorm[j], s.owner[j] = beta, sqn, owner
+    dense_write(s, j)
     s.n_sv += 1
     return 0
 
@@ -170,6 +204,8 @@ cdef void remove_sv(Store* s, int64_t j, int64_t* slot_of) noexcept nogil:
     if j != last:
         s.beta[j], s.sqnorm[j] = s.beta[last], s.sqnorm[last]
         s.start[j], s.length[j], s.owner[j] = s.start[last], s.length[last], s.owner[last]
+        if s.dense != NULL:
+            memcpy(s.dense + j * s.n_cols, s.dense + last * s.n_cols, s.n_cols * sizeof(double))
         if s.owner[j] >= 0 and slot_of != NULL:
             slot_of[s.owner[j]] = j
     s.n_sv = last
@@ -341,13 +377,18 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
             m = j
     best.m, best.partner, best.h = m, -1, 1.0
     best.beta_z, best.degradation = 0.0, s.beta[m] * s.beta[m]
-    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, best_gd2 = 0.0, best_kappa = 0.0
-    scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot, best_gd2 = 0.0, best_kappa = 0.0
+    if s.dense == NULL:
+        scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
     for j in range(s.n_sv):
         bj = s.beta[j]
         if j == m or not (bj * bm > 0.0):
             continue
-        gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], sv_dot(s, j))
+        if s.dense != NULL:
+            dot = dense_dot(s, j, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+        else:
+            dot = sv_dot(s, j)
+        gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], dot)
         kappa = exp(-gd2)
         if table:
             wd = (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), kappa)
@@ -362,7 +403,8 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
             wd = 0.0   # rounding: the true degradation is >= 0
         if best.partner < 0 or wd < best.degradation:
             best.partner, best.h, best.beta_z, best.degradation = j, h, bz, wd
-    unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
+    if s.dense == NULL:
+        unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
     if table and best.partner >= 0:   # the exact h search, coefficient and degradation of the pair
         bj = s.beta[best.partner]
         best.h = table_h(bm / (bm + bj), best_gd2, best_kappa, &gain)
@@ -413,6 +455,7 @@ cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double*
     cdef int64_t z = s.n_sv
     s.start[z], s.length[z] = z_start, z_length
     s.beta[z], s.sqnorm[z], s.owner[z] = c.beta_z, sqn, -1
+    dense_write(s, z)
     s.n_sv += 1
     return 0
 
@@ -433,7 +476,11 @@ cdef class Expansion:
         self.s.owner = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.work = <double*> calloc(n_cols + 1, sizeof(double))
         self.s.used, self.s.cap = 0, 0
-        self.s.pool_ind, self.s.pool_val = NULL, NULL
+        self.s.pool_ind, self.s.pool_val, self.s.dense = NULL, NULL, NULL
+        if 0 < n_cols and capacity * n_cols <= DENSE_LIMIT:
+            self.s.dense = <double*> malloc(capacity * n_cols * sizeof(double))
+            if self.s.dense == NULL:
+                raise MemoryError()
         if (self.s.beta == NULL or self.s.sqnorm == NULL or self.s.start == NULL
                 or self.s.length == NULL or self.s.owner == NULL or self.s.work == NULL
                 or reserve(&self.s, 1024) != 0):
@@ -446,6 +493,7 @@ cdef class Expansion:
         free(self.s.length)
         free(self.s.owner)
         free(self.s.work)
+        free(self.s.dense)
         free(self.s.pool_ind)
         free(self.s.pool_val)
 

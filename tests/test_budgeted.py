@@ -436,3 +436,23 @@ def test_bad_model_files_exit_2(tmp_path, good_model, name, edit, fragment):
         assert r.exit_code == 2, (name, r.output)
         assert f"{bad}:" in r.output and fragment in r.output, (name, r.output)
     assert not out.exists()
+
+
+def test_dense_and_sparse_support_vector_rows_agree():
+    """Small inputs keep the SVs also as dense rows (a kernel row loops over the example's
+    non-zeros); wide ones do not. Both must give the same decision values and the same merges."""
+    rng = np.random.default_rng(2)
+    n, d = 12, 6
+    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.6)
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices = np.nonzero(X)[1].astype(np.int64)
+    values = X[X != 0]
+    beta = rng.uniform(0.2, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    narrow = Expansion.from_arrays(d, 0.5, beta, indptr, indices, values)
+    wide = Expansion.from_arrays(10 ** 6, 0.5, beta, indptr, indices, values)   # beyond the dense limit
+    for step in range(6):
+        assert np.allclose(narrow.decision_values(indptr, indices, values),
+                           wide.decision_values(indptr, indices, values), rtol=1e-12, atol=1e-12)
+        a, b = narrow.merge_once(0.01, table=step % 2 == 0), wide.merge_once(0.01, table=step % 2 == 0)
+        assert a[:2] == b[:2] and np.allclose(a[2:], b[2:], rtol=1e-9, atol=1e-12)
+    assert np.allclose(narrow.export()[0], wide.export()[0], rtol=1e-9)
