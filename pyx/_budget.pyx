@@ -80,6 +80,12 @@ cdef struct Store:
     double gamma
     double* work           # n_cols, all zero between calls: one row scattered at a time
     double* dense          # cap_sv rows of n_cols: SV j densely at j * n_cols, or NULL (too large)
+    # the kernel row of the last example whose margin was computed, against SVs 0 .. n_sv-1 then:
+    # gamma ||x - x~_j||^2 and k(x, x~_j). row_of is the slot that example's new SV took, or -1:
+    # a merge whose smallest SV is that one reads its candidates' kernel values from here.
+    double* row_gd2
+    double* row_kappa
+    int64_t row_of
 
 
 cdef int reserve(Store* s, int64_t extra) noexcept nogil:
@@ -163,16 +169,21 @@ cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept 
 cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b,
                          double sqn) noexcept nogil:
     """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn."""
-    cdef double f = 0.0
+    cdef double f = 0.0, gd2, kappa
     cdef int64_t j
-    if s.dense != NULL:
-        for j in range(s.n_sv):
-            f += s.beta[j] * exp(-s.gamma * sq_distance(sqn, s.sqnorm[j], dense_dot(s, j, ind, val, a, b)))
-        return f
-    scatter(s, ind, val, a, b)
+    s.row_of = -1
+    if s.dense == NULL:
+        scatter(s, ind, val, a, b)
     for j in range(s.n_sv):
-        f += s.beta[j] * exp(-s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j)))
-    unscatter(s, ind, a, b)
+        if s.dense != NULL:
+            gd2 = s.gamma * sq_distance(sqn, s.sqnorm[j], dense_dot(s, j, ind, val, a, b))
+        else:
+            gd2 = s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j))
+        kappa = exp(-gd2)
+        s.row_gd2[j], s.row_kappa[j] = gd2, kappa
+        f += s.beta[j] * kappa
+    if s.dense == NULL:
+        unscatter(s, ind, a, b)
     return f
 
 
@@ -191,6 +202,7 @@ cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int6
     s.start[j], s.length[j] = s.used, q - s.used
     s.used = q
     s.beta[j], s.sqnorm[j], s.owner[j] = beta, sqn, owner
+    s.row_of = -1
     dense_write(s, j)
     s.n_sv += 1
     return 0
@@ -199,6 +211,7 @@ cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int6
 cdef void remove_sv(Store* s, int64_t j, int64_t* slot_of) noexcept nogil:
     """Drop SV j; the last SV takes its slot (its pool row stays where it is)."""
     cdef int64_t last = s.n_sv - 1
+    s.row_of = -1   # slots move
     if s.owner[j] >= 0 and slot_of != NULL:
         slot_of[s.owner[j]] = -1
     if j != last:
@@ -378,18 +391,23 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
     best.m, best.partner, best.h = m, -1, 1.0
     best.beta_z, best.degradation = 0.0, s.beta[m] * s.beta[m]
     cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot, best_gd2 = 0.0, best_kappa = 0.0
-    if s.dense == NULL:
+    # the smallest SV is often the example just added: its kernel row came with its margin
+    cdef bint cached = m == s.row_of
+    if s.dense == NULL and not cached:
         scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
     for j in range(s.n_sv):
         bj = s.beta[j]
         if j == m or not (bj * bm > 0.0):
             continue
-        if s.dense != NULL:
-            dot = dense_dot(s, j, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+        if cached:
+            gd2, kappa = s.row_gd2[j], s.row_kappa[j]
         else:
-            dot = sv_dot(s, j)
-        gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], dot)
-        kappa = exp(-gd2)
+            if s.dense != NULL:
+                dot = dense_dot(s, j, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+            else:
+                dot = sv_dot(s, j)
+            gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], dot)
+            kappa = exp(-gd2)
         if table:
             wd = (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), kappa)
             if best.partner < 0 or wd < best.degradation:
@@ -403,7 +421,7 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
             wd = 0.0   # rounding: the true degradation is >= 0
         if best.partner < 0 or wd < best.degradation:
             best.partner, best.h, best.beta_z, best.degradation = j, h, bz, wd
-    if s.dense == NULL:
+    if s.dense == NULL and not cached:
         unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
     if table and best.partner >= 0:   # the exact h search, coefficient and degradation of the pair
         bj = s.beta[best.partner]
@@ -475,6 +493,9 @@ cdef class Expansion:
         self.s.length = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.owner = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.work = <double*> calloc(n_cols + 1, sizeof(double))
+        self.s.row_gd2 = <double*> malloc(capacity * sizeof(double))
+        self.s.row_kappa = <double*> malloc(capacity * sizeof(double))
+        self.s.row_of = -1
         self.s.used, self.s.cap = 0, 0
         self.s.pool_ind, self.s.pool_val, self.s.dense = NULL, NULL, NULL
         if 0 < n_cols and capacity * n_cols <= DENSE_LIMIT:
@@ -483,6 +504,7 @@ cdef class Expansion:
                 raise MemoryError()
         if (self.s.beta == NULL or self.s.sqnorm == NULL or self.s.start == NULL
                 or self.s.length == NULL or self.s.owner == NULL or self.s.work == NULL
+                or self.s.row_gd2 == NULL or self.s.row_kappa == NULL
                 or reserve(&self.s, 1024) != 0):
             raise MemoryError()
 
@@ -493,6 +515,8 @@ cdef class Expansion:
         free(self.s.length)
         free(self.s.owner)
         free(self.s.work)
+        free(self.s.row_gd2)
+        free(self.s.row_kappa)
         free(self.s.dense)
         free(self.s.pool_ind)
         free(self.s.pool_val)
@@ -702,6 +726,7 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 status = STATUS_NOMEM
                 break
             slot_of[i] = s.n_sv - 1
+            s.row_of = s.n_sv - 1   # the kernel row of this margin is x_i's against the others
             if s.n_sv > budget:
                 if merge(s, precision, merge_table, &slot_of[0], &degradation) != 0:
                     status = STATUS_NOMEM
@@ -760,6 +785,8 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 status = STATUS_NOMEM
                 break
             slot_of[i] = s.n_sv - 1
+            if clock[0] >= 2:   # the kernel row of this margin is x_i's against the others
+                s.row_of = s.n_sv - 1
             if s.n_sv > budget:
                 if merge(s, precision, merge_table, &slot_of[0], &degradation) != 0:
                     status = STATUS_NOMEM
