@@ -3,6 +3,7 @@
 #   make test   environment + build + the whole test suite
 #   make bench  benchmarks against the peers (scikit-learn, LIBLINEAR), printed as ratios
 #   make man    regenerate man/ from the CLI
+#   make slurm-train TRAIN=FILE [MODEL=FILE] [SLURM_OPTIONS=...]  submit slurm/svmtrain-dask.sbatch
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +13,7 @@ STAMP_BUILD := $(VENV)/.built
 SHARED_DATA ?= ../shared/data
 export SOURCE_DATE_EPOCH ?= 1767225600
 
-.PHONY: env build test demo bench man clean
+.PHONY: env build test demo bench man clean slurm-train
 
 env: $(STAMP_ENV)
 $(STAMP_ENV): requirements-dev.txt
@@ -37,6 +38,12 @@ bench: build
 
 man: build
 	$(PY) -m svmtools.manpages man
+
+# train (and verify-bound) on a Dask cluster inside one SLURM job; see README.md, "Past one machine"
+slurm-train:
+	@test -n "$(TRAIN)" || { echo "make slurm-train: give TRAIN=FILE (a plain file on a shared file system)"; exit 2; }
+	sbatch --export=ALL,TRAIN=$(abspath $(TRAIN)),MODEL=$(abspath $(or $(MODEL),$(basename $(TRAIN)).model)) \
+		$(SLURM_OPTIONS) slurm/svmtrain-dask.sbatch
 
 clean:
 	rm -rf build dist *.egg-info pyx/*.c pyx/*.html svmtrain/*.so $(STAMP_BUILD)

@@ -4,8 +4,10 @@ one run, never asserted. See bench/README.md.
     python bench/run.py [--shared-data DIR] [--only NAME[,NAME]] [--quick] [--repeat N]
 
 Benchmarks: reader, solver, end-to-end, plateau, the group `tasks` (multiclass, regression,
-ranking, sequence; bench/taskbench.py), `budgeted` (BSCA, BSGD, SVC; bench/budgetbench.py),
-`controls` (bench/controlbench.py) and `online` (the online-dual mode; bench/onlinebench.py). Prints
+ranking, sequence; bench/taskbench.py), `oneslack` (agreement, scaling, speed, threads of the
+1-slack mode; bench/oneslackbench.py), `budgeted` (BSCA, BSGD, SVC; bench/budgetbench.py),
+`controls` (bench/controlbench.py), `online` (the online-dual mode; bench/onlinebench.py) and `dask`
+(1 and 2 Dask workers; bench/daskbench.py). Prints
 one table per benchmark and writes
 bench/results/latest.json and latest.md.
 """
@@ -29,6 +31,8 @@ import numpy as np  # noqa: E402
 
 import budgetbench  # noqa: E402
 import controlbench as controls  # noqa: E402
+import daskbench  # noqa: E402
+import oneslackbench as oneslack  # noqa: E402
 import onlinebench as online  # noqa: E402
 import taskbench as tasks  # noqa: E402
 from _common import (BIN, PEERS, ROOT, Data, Table, best_of, environment, fr, fs,  # noqa: E402
@@ -366,9 +370,11 @@ def bench_plateau(data, quick, repeat):
 
 
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
-              "plateau": bench_plateau, **tasks.BENCHMARKS, **budgetbench.BENCHMARKS,
-              **controls.BENCHMARKS, **online.BENCHMARKS}
+              "plateau": bench_plateau, **tasks.BENCHMARKS, **oneslack.BENCHMARKS,
+              **budgetbench.BENCHMARKS, **controls.BENCHMARKS, **online.BENCHMARKS,
+              **daskbench.BENCHMARKS}
 GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
+          "oneslack": list(oneslack.BENCHMARKS),
           "controls": list(controls.BENCHMARKS)}
 
 

@@ -70,14 +70,21 @@ adds d s_t ||row||^2 to S[o_t]; the pair step's x_j . x_k is sum s_t s_u ||row||
 offset) and adds to w once at its end. With a stride > 1 the products at all the group's offsets
 are taken in one pass over the row (per nonzero j, the weights w[o + stride * j] of the offsets o
 lie within one stride: a few cache lines instead of one per offset), and so is the final update.
-It makes several passes over the group (_visit_shared), which approaches LIBLINEAR's exact solve of an example's subproblem (Keerthi et al. 2008).
+It makes several passes over the group (_visit_shared).
+
+Crammer-Singer groups (shared-row groups whose constraints are exactly +row at one slot y and -row at
+a slot of their own: the multiclass task's examples) are visited by _visit_cs instead: the example's
+subproblem over its active constraints is solved exactly by one sort (Crammer and Singer 2001;
+Keerthi et al. 2008; LIBLINEAR's -s 4), and they shrink as LIBLINEAR's -s 4 does: a constraint at 0
+whose gradient is below every movable one's, and the whole example when at most one variable is
+left free. exact_bounds() then refreshes the estimate's terms of the examples out of the active set.
 """
 
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport calloc, free, malloc, qsort
 
 from _sparse cimport rand_below, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
@@ -117,6 +124,10 @@ cdef struct Group:
     int32_t row_nnz
     int32_t bias_col
     int32_t n_off
+    # A Crammer-Singer group (cs_y >= 0; shared-row only): every constraint is +row at one offset,
+    # the y slot cs_y, and -row at its own slot (terms[start] the +1 term, terms[start + 1] the -1
+    # term), so its visit solves the example's subproblem exactly (_visit_cs).
+    int32_t cs_y
 
 # What one epoch tallies as it goes (a local of the epoch, not fields of the engine object).
 cdef struct Tally:
@@ -130,6 +141,11 @@ cdef struct Tally:
 
 cdef inline double clip(double x, double lo, double hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
+
+
+cdef int _cmp_descending(const void* a, const void* b) noexcept nogil:
+    cdef double x = (<const double*>a)[0], y = (<const double*>b)[0]
+    return (x < y) - (x > y)
 
 
 def _column_indices(const int64_t[::1] indices, int64_t n_cols):
@@ -150,13 +166,13 @@ def _column_indices(const int64_t[::1] indices, int64_t n_cols):
     return out
 
 
-def _kind_table(triples, int64_t few=16):
-    """The distinct rows of `triples` (n x 3 floats, compared bit for bit) and each row's index among
-    them, as int32. A linear scan finds the usual handful (two for a binary problem) in O(n); past
-    `few` distinct rows it gives way to a sort."""
-    bits = np.ascontiguousarray(triples, dtype=np.float64).view(np.int64)
-    cdef const int64_t[:, ::1] b = bits
-    cdef int64_t n = b.shape[0], i, j, m = 0
+def _kind_table(scale, margin, C, int64_t few=16):
+    """The distinct triples (scale_c, margin_c, C_c) (compared bit for bit) as the rows of a table,
+    and each constraint's row in it, as int32. A linear scan finds the usual handful (two for a
+    binary problem) in O(n); past `few` distinct rows it gives way to a sort."""
+    cols = [np.asarray(a, dtype=np.float64).view(np.int64) for a in (scale, margin, C)]
+    cdef const int64_t[:] b0 = cols[0], b1 = cols[1], b2 = cols[2]
+    cdef int64_t n = b1.shape[0], i, j, m = 0
     cdef bint overflow = False
     table = np.empty((few, 3), dtype=np.int64)
     index = np.empty(n, dtype=np.int32)
@@ -165,19 +181,36 @@ def _kind_table(triples, int64_t few=16):
     with nogil:
         for i in range(n):
             j = 0
-            while j < m and not (t[j, 0] == b[i, 0] and t[j, 1] == b[i, 1] and t[j, 2] == b[i, 2]):
+            while j < m and not (t[j, 0] == b0[i] and t[j, 1] == b1[i] and t[j, 2] == b2[i]):
                 j += 1
             if j == m:
                 if m == few:
                     overflow = True
                     break
-                t[m, 0], t[m, 1], t[m, 2] = b[i, 0], b[i, 1], b[i, 2]
+                t[m, 0], t[m, 1], t[m, 2] = b0[i], b1[i], b2[i]
                 m += 1
             ix[i] = <int32_t>j
     if overflow:
-        rows, inverse = np.unique(bits, axis=0, return_inverse=True)
+        rows, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
         return rows.view(np.float64), inverse.reshape(-1).astype(np.int32)
     return table[:m].view(np.float64), index
+
+
+def _furthest_reach(const int64_t[::1] last, const int64_t[::1] term_row, const int64_t[:] term_offset,
+                    const uint8_t[:] term_bias, bint has_bias, int64_t n_cols, int64_t stride):
+    """The largest column of w a term touches: o_t + stride * (its row's last column, or n_cols for
+    the bias feature, which lies beyond every column); -1 without terms. One pass, no temporaries
+    (term_offset and term_bias may be broadcast views)."""
+    cdef int64_t t, r, out = -1
+    with nogil:
+        for t in range(term_row.shape[0]):
+            if has_bias and term_bias[t]:
+                r = term_offset[t] + stride * n_cols
+            else:
+                r = term_offset[t] + stride * last[term_row[t]]
+            if r > out:
+                out = r
+    return out
 
 
 def _row_last_columns(const int64_t[::1] indptr, const int32_t[::1] indices):
@@ -194,15 +227,33 @@ def _row_last_columns(const int64_t[::1] indptr, const int32_t[::1] indices):
     return out
 
 
+cdef struct ResOff:
+    int64_t res
+    int64_t off
+
+cdef int _cmp_int64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*>a)[0], y = (<const int64_t*>b)[0]
+    return (x > y) - (x < y)
+
+cdef int _cmp_resoff(const void* a, const void* b) noexcept nogil:
+    cdef const ResOff* x = <const ResOff*>a
+    cdef const ResOff* y = <const ResOff*>b
+    if x.res != y.res:
+        return (x.res > y.res) - (x.res < y.res)
+    return (x.off > y.off) - (x.off < y.off)
+
+
 def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias, group, gsize,
-                       int64_t n_cols, bint has_bias, int64_t stride=1):
+                       int64_t n_cols, bint has_bias, int64_t stride=1, order=None):
     """The groups of two constraints or more whose terms all place one row, with one bias flag, at
     offsets far enough apart that the shifted rows do not overlap (multiclass: an example's group).
 
     Returns (shared, slot, offsets, off_start, n_off, row, bias): per group whether it is shared-row,
-    its first entry in `offsets` (the distinct offsets, group after group, ascending), their number,
-    its row and bias flag; per term its offset's index among its group's (int32). indptr None: the
-    one-row layout, where no group takes this path."""
+    its first entry in `offsets` (the distinct offsets of the shared-row groups, group after group,
+    ascending), their number, its row and bias flag; per term of a shared-row group its offset's
+    index among its group's (int32). indptr None: the one-row layout, where no group takes this
+    path. `order` lists the constraints group by group (None: they are in that order already). One
+    pass over the terms, group by group, with a sort of each group's offsets."""
     n_groups = gsize.shape[0]
     n = tptr.shape[0] - 1
     n_terms = int(tptr[n]) if n >= 0 else 0
@@ -211,49 +262,104 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
     n_off = np.zeros(n_groups, dtype=np.int64)
     rep_row = np.zeros(n_groups, dtype=np.int64)
     rep_bias = np.zeros(n_groups, dtype=bool)
-    slot = np.zeros(0, dtype=np.int32)
-    offsets = np.zeros(0, dtype=np.int64)
     if indptr is None or n_terms == 0 or not np.any(gsize >= 2):
-        return shared, slot, offsets, off_start, n_off, rep_row, rep_bias
-    tgroup = np.repeat(group, np.diff(tptr))
-    tb = np.asarray(term_bias, dtype=bool) & bool(has_bias)
+        return shared, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), off_start, n_off, \
+            rep_row, rep_bias
+    if order is None:
+        order = np.arange(n, dtype=np.int64)
+    gterms = np.bincount(group, weights=np.diff(tptr), minlength=n_groups)
+    buf = np.empty(max(int(gterms.max()), 1), dtype=np.int64)
+    pairs = np.empty(buf.shape[0] * 2, dtype=np.int64)
+    slot = np.zeros(n_terms, dtype=np.int32)
+    offsets = np.empty(n_terms, dtype=np.int64)
+    tb = np.ascontiguousarray(np.asarray(term_bias, dtype=bool) & bool(has_bias)).view(np.uint8)
     toff = np.ascontiguousarray(term_offset, dtype=np.int64)
-    row = np.full(n_groups, -1, dtype=np.int64)
-    row[tgroup] = term_row                     # one of each group's rows: all must equal it
-    rep_bias[tgroup] = tb
-    shared = (gsize >= 2) & (row >= 0)
-    shared[tgroup[(term_row != row[tgroup]) | (tb != rep_bias[tgroup])]] = False
-    # the distinct (group, offset) pairs, in order
-    idx = np.lexsort((toff, tgroup))
-    sg, so = tgroup[idx], toff[idx]
-    new = np.ones(n_terms, dtype=bool)
-    new[1:] = (sg[1:] != sg[:-1]) | (so[1:] != so[:-1])
-    uid = np.cumsum(new) - 1
-    first = np.searchsorted(sg, np.arange(n_groups))          # a group's first term in that order
-    has_terms = first < n_terms
-    off_start[has_terms] = uid[first[has_terms]]
-    slot = np.empty(n_terms, dtype=np.int32)
-    slot[idx] = (uid - off_start[sg]).astype(np.int32)
-    offsets = so[new]
-    d_grp = sg[new]
-    n_off[:] = np.bincount(d_grp, minlength=n_groups)
-    # neighbouring offsets must be further apart than the row reaches (its last column, or the bias)
-    last = _row_last_columns(indptr, indices32)[np.maximum(row, 0)]
-    reach = np.where(rep_bias, n_cols, last)
-    if stride == 1:
-        same = d_grp[1:] == d_grp[:-1]
-        shared[d_grp[1:][same & (np.diff(offsets) <= reach[d_grp[1:]])]] = False
-    else:
-        # strided rows at offsets of distinct residues modulo the stride never meet; offsets of one
-        # residue must be further apart than stride * the row's reach
-        res = offsets % stride
-        o2 = np.lexsort((offsets, res, d_grp))
-        g2, r2, f2 = d_grp[o2], res[o2], offsets[o2]
-        same = (g2[1:] == g2[:-1]) & (r2[1:] == r2[:-1])
-        shared[g2[1:][same & (np.diff(f2) <= stride * reach[g2[1:]])]] = False
-    rep_row[:] = np.maximum(row, 0)
-    n_off[~shared] = 0
-    return shared, slot, offsets, off_start, n_off, rep_row, rep_bias
+    last = _row_last_columns(indptr, indices32)
+    gstart = np.cumsum(gsize) - gsize
+    cdef const int64_t[::1] ord_v = np.ascontiguousarray(order, dtype=np.int64)
+    cdef const int64_t[::1] tptr_v = tptr, row_v = term_row, toff_v = toff, last_v = last
+    cdef const int64_t[::1] gsize_v = gsize, gstart_v = gstart
+    cdef const uint8_t[::1] tb_v = tb
+    cdef int64_t[::1] buf_v = buf, offs_v = offsets, ostart_v = off_start, noff_v = n_off
+    cdef int64_t[::1] rrow_v = rep_row
+    cdef int32_t[::1] slot_v = slot
+    cdef uint8_t[::1] sh_v = shared.view(np.uint8), rb_v = rep_bias.view(np.uint8)
+    cdef ResOff* ro = <ResOff*> cnp.PyArray_DATA(pairs)
+    cdef int64_t g, k, c, t, nt, nd, i, lo, hi, mid, r0, reach, out = 0, n_g = n_groups
+    cdef uint8_t b0
+    cdef bint ok
+    with nogil:
+        for g in range(n_g):
+            if gsize_v[g] < 2:
+                continue
+            nt = 0
+            ok = True
+            r0 = -1
+            b0 = 0
+            for k in range(gstart_v[g], gstart_v[g] + gsize_v[g]):
+                c = ord_v[k]
+                for t in range(tptr_v[c], tptr_v[c + 1]):
+                    if nt == 0:
+                        r0 = row_v[t]
+                        b0 = tb_v[t]
+                    elif row_v[t] != r0 or tb_v[t] != b0:
+                        ok = False
+                        break
+                    buf_v[nt] = toff_v[t]
+                    nt += 1
+                if not ok:
+                    break
+            if not ok or nt == 0:
+                continue
+            # the distinct offsets, ascending
+            qsort(&buf_v[0], nt, sizeof(int64_t), _cmp_int64)
+            nd = 1
+            for i in range(1, nt):
+                if buf_v[i] != buf_v[nd - 1]:
+                    buf_v[nd] = buf_v[i]
+                    nd += 1
+            # neighbouring offsets must be further apart than the row reaches (its last column, or
+            # the bias); with a stride, rows at offsets of distinct residues never meet, and offsets of
+            # one residue must be further apart than stride * the reach
+            reach = n_cols if b0 else last_v[r0]
+            if stride == 1:
+                for i in range(1, nd):
+                    if buf_v[i] - buf_v[i - 1] <= reach:
+                        ok = False
+                        break
+            elif buf_v[nd - 1] - buf_v[0] >= stride:
+                for i in range(nd):
+                    ro[i].res = buf_v[i] % stride
+                    ro[i].off = buf_v[i]
+                qsort(ro, nd, sizeof(ResOff), _cmp_resoff)
+                for i in range(1, nd):
+                    if ro[i].res == ro[i - 1].res and ro[i].off - ro[i - 1].off <= stride * reach:
+                        ok = False
+                        break
+            if not ok:
+                continue
+            sh_v[g] = 1
+            rrow_v[g] = r0
+            rb_v[g] = b0
+            ostart_v[g] = out
+            noff_v[g] = nd
+            for i in range(nd):
+                offs_v[out + i] = buf_v[i]
+            # each term's slot: a binary search among the distinct offsets
+            for k in range(gstart_v[g], gstart_v[g] + gsize_v[g]):
+                c = ord_v[k]
+                for t in range(tptr_v[c], tptr_v[c + 1]):
+                    lo = 0
+                    hi = nd - 1
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if offs_v[out + mid] < toff_v[t]:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    slot_v[t] = <int32_t>lo
+            out += nd
+    return shared, slot, offsets[:out].copy(), off_start, n_off, rep_row, rep_bias
 
 
 # A shared-row visit makes passes over its group until the group's violation falls below _TOL times
@@ -297,6 +403,9 @@ cdef class DualCD:
     cdef int64_t* abuf            # shared-row visit (stride > 1): the offsets taken in the one pass
     cdef int64_t* ibuf            # ... and their indices among the group's offsets
     cdef double* dbuf             # ... and their products or coefficients, contiguous
+    cdef double* xbuf             # Crammer-Singer visit: the subproblem's D values, sorted
+    cdef int32_t* jslot           # Crammer-Singer groups: each constraint's -1 slot (moves with _swap)
+    cdef bint has_cs              # some group is a Crammer-Singer example
     cdef int64_t stride           # column j of a term's row is at w[offset + stride * j]
     cdef int64_t n_shared         # shared-row groups
     cdef Group* grp
@@ -304,6 +413,7 @@ cdef class DualCD:
     cdef int64_t n_groups
     cdef int64_t* groups          # the active groups are groups[:n_active]
     cdef int64_t n_active
+    cdef int64_t n_listed         # groups with constraints: groups[:n_listed] (active ones first)
     cdef int64_t n_active_cons    # constraints in the active set
     cdef bint singles             # every group has one constraint: group g is constraint g
     cdef double[::1] w_
@@ -348,6 +458,8 @@ cdef class DualCD:
         self.abuf = NULL
         self.ibuf = NULL
         self.dbuf = NULL
+        self.xbuf = NULL
+        self.jslot = NULL
         self.grp = NULL
         self.groups = NULL
         self.beta = NULL
@@ -369,6 +481,8 @@ cdef class DualCD:
         free(self.abuf)
         free(self.ibuf)
         free(self.dbuf)
+        free(self.xbuf)
+        free(self.jslot)
         free(self.grp)
         free(self.groups)
         free(self.beta)
@@ -437,10 +551,9 @@ cdef class DualCD:
         if n_terms and not (one_row and n_w >= n_cols + (1 if has_bias else 0)):
             if term_offset.max() > n_w:
                 raise ValueError("a term reaches past the n_w columns of w")
-            reach = term_offset + stride * _row_last_columns(indptr, indices32)[term_row]
-            if has_bias:
-                reach = np.where(term_bias, term_offset + stride * n_cols, reach)   # n_cols > every column
-            if reach.max() >= n_w:
+            if _furthest_reach(_row_last_columns(indptr, indices32), term_row, term_offset,
+                               np.asarray(term_bias, dtype=bool).view(np.uint8), has_bias, n_cols,
+                               stride) >= n_w:
                 raise ValueError("a term reaches past the n_w columns of w")
         if alpha is None:
             alpha = np.zeros(n, dtype=np.float64)
@@ -479,6 +592,7 @@ cdef class DualCD:
         self.rng = seed
         self.M_dec = INFINITY
         self.M_inc = INFINITY
+        self.has_cs = False
 
         # Lay the constraints out group by group (stable: the caller's order inside a group).
         gsize = np.bincount(group, minlength=n_groups).astype(np.int64)
@@ -487,8 +601,8 @@ cdef class DualCD:
             order = np.arange(n, dtype=np.int64)      # already group by group (binary: one each)
         else:
             order = np.argsort(group, kind="stable").astype(np.int64)
-        kinds, kind = _kind_table(np.stack([term_scale if one_row else np.ones(n), margin,
-                                            C_group[group]], axis=1))
+        kinds, kind = _kind_table(term_scale if one_row else np.broadcast_to(1.0, (n,)), margin,
+                                  C_group[group])
         self.n_cons = n
         self.n_groups = n_groups
         self.singles = n == n_groups and bool(np.all(gsize == 1))
@@ -507,7 +621,7 @@ cdef class DualCD:
             raise MemoryError("cannot allocate the constraint cache")
         shared, slot, soffs, off_start, n_off, rep_row, rep_bias = _shared_row_groups(
             None if one_row else indptr, indices32, tptr, term_row, term_offset, term_bias, group,
-            gsize, n_cols, has_bias, stride)
+            gsize, n_cols, has_bias, stride, order)
         self.n_shared = int(np.count_nonzero(shared))
         if self.n_shared:
             n_slot = max(int(n_off.max()), 1)
@@ -518,8 +632,11 @@ cdef class DualCD:
             self.abuf = <int64_t*> malloc(n_slot * sizeof(int64_t))
             self.ibuf = <int64_t*> malloc(n_slot * sizeof(int64_t))
             self.dbuf = <double*> malloc(n_slot * sizeof(double))
+            self.xbuf = <double*> malloc((n_slot + 1) * sizeof(double))
+            self.jslot = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
             if (self.tslot == NULL or self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
-                    or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL):
+                    or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL
+                    or self.jslot == NULL):
                 raise MemoryError("cannot allocate the constraint cache")
         if not one_row:
             self.terms = <Term*> malloc(max(n_terms, 1) * sizeof(Term))
@@ -539,6 +656,7 @@ cdef class DualCD:
         cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group
         cdef const uint8_t[::1] shared_v = shared.view(np.uint8), rbias_v = rep_bias.view(np.uint8)
         cdef const int32_t[::1] slot_v = slot
+        cdef const int64_t[::1] group_v = group
         cdef const int64_t[::1] soffs_v = soffs, ostart_v = off_start, noff_v = n_off, rrow_v = rep_row
         cdef int64_t k, c, g, t, r, n_c = n, n_g = n_groups, n_t = n_terms, sbias = stride * n_cols
         cdef bint nonzero
@@ -567,6 +685,8 @@ cdef class DualCD:
                 else:
                     self.start[k] = tptr_v[c]
                     self.nk[k].nnz = <int32_t>(tptr_v[c + 1] - tptr_v[c])
+                    if shared_v[group_v[c]]:
+                        continue              # q from the group's row and slots, below
                     self.q[k] = self._sqnorm(k, &nonzero)
                     if not nonzero:
                         self.nk[k].nnz = 0    # its terms cancel exactly: x_c = 0
@@ -576,6 +696,7 @@ cdef class DualCD:
                 self.grp[g].active = gsize_v[g]
                 self.grp[g].C = C_v[g]
                 self.grp[g].n_off = 0
+                self.grp[g].cs_y = -1
                 if shared_v[g]:
                     r = rrow_v[g]
                     self.grp[g].n_off = <int32_t>noff_v[g]
@@ -591,6 +712,13 @@ cdef class DualCD:
                     self.tslot[t] = slot_v[t]
                 for t in range(soffs_v.shape[0]):
                     self.soffs[t] = soffs_v[t]
+                for g in range(n_g):
+                    if self.grp[g].n_off > 0:
+                        for k in range(self.grp[g].start, self.grp[g].start + self.grp[g].size):
+                            self._shared_sqnorm(k, self.grp[g].rsq)
+                        self._mark_crammer_singer(g)
+                        if self.grp[g].cs_y >= 0:
+                            self.has_cs = True
         self.est_loss = 0.0
         self.shrunk_loss = 0.0
         self.unshrink()
@@ -723,6 +851,30 @@ cdef class DualCD:
                     sc[col] = 0.0
         return r
 
+    cdef void _shared_sqnorm(self, int64_t k, double rsq) noexcept nogil:
+        """q_c of a constraint of a shared-row group: ||row||^2 times the sum over its offsets of the
+        squared sum of the scales of its terms there (the shifted rows do not overlap); nnz 0 when
+        x_c = 0, as _sqnorm says."""
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, a, b
+        cdef double r = 0.0, sc
+        cdef bint first
+        for a in range(s, e):
+            first = True
+            for b in range(s, a):
+                if self.tslot[b] == self.tslot[a]:
+                    first = False
+                    break
+            if first:
+                sc = 0.0
+                for b in range(a, e):
+                    if self.tslot[b] == self.tslot[a]:
+                        sc += self.terms[b].scale
+                r += sc * sc
+        r *= rsq
+        self.q[k] = r
+        if r == 0.0:
+            self.nk[k].nnz = 0
+
     cdef double _cross(self, int64_t j, int64_t k) noexcept nogil:
         """x_j . x_k"""
         cdef double s, r
@@ -766,6 +918,8 @@ cdef class DualCD:
         self.start[j], self.start[k] = self.start[k], self.start[j]
         self.nk[j], self.nk[k] = self.nk[k], self.nk[j]
         self.ids[j], self.ids[k] = self.ids[k], self.ids[j]
+        if self.jslot != NULL:
+            self.jslot[j], self.jslot[k] = self.jslot[k], self.jslot[j]
 
     # -- one epoch -----------------------------------------------------------------------------
 
@@ -804,6 +958,8 @@ cdef class DualCD:
                 v = self._visit_single(g, &t)
             elif self.grp[g].size == 1:
                 v = self._visit_single(self.grp[g].start, &t)
+            elif self.grp[g].cs_y >= 0:
+                v = self._visit_cs(g, &t)
             elif self.grp[g].n_off > 0:
                 v = self._visit_shared(g, &t)
             else:
@@ -1204,6 +1360,193 @@ cdef class DualCD:
         t.loss += Cg * gmax if gmax > 0.0 else 0.0
         return violation
 
+    # -- Crammer-Singer groups -----------------------------------------------------------------
+
+    cdef void _mark_crammer_singer(self, int64_t g) noexcept nogil:
+        """Set cs_y when shared-row group g is an example of Crammer and Singer's problem: every
+        constraint two terms, +1 at one slot y (the same for all) and -1 at a slot of its own, and a
+        row of positive norm. Puts each constraint's +1 term first (x_c is unchanged). Not with
+        non-negative weights: the exact subproblem assumes w = sum alpha x (no clipping), so those
+        examples take the shared-row visit, which re-clips after its steps."""
+        cdef Group* gr = &self.grp[g]
+        cdef int64_t k, s, i, y = -1
+        cdef double* seen = self.xbuf
+        cdef Term tm
+        cdef int32_t sl
+        if gr.rsq <= 0.0 or self.nonneg:
+            return
+        for i in range(gr.n_off):
+            seen[i] = 0.0
+        for k in range(gr.start, gr.start + gr.size):
+            s = self.start[k]
+            if self.nk[k].nnz != 2:
+                return
+            if self.terms[s].scale == -1.0 and self.terms[s + 1].scale == 1.0:
+                tm = self.terms[s]
+                self.terms[s] = self.terms[s + 1]
+                self.terms[s + 1] = tm
+                sl = self.tslot[s]
+                self.tslot[s] = self.tslot[s + 1]
+                self.tslot[s + 1] = sl
+            if self.terms[s].scale != 1.0 or self.terms[s + 1].scale != -1.0:
+                return
+            if y < 0:
+                y = self.tslot[s]
+            if self.tslot[s] != y or self.tslot[s + 1] == y or seen[self.tslot[s + 1]] != 0.0:
+                return
+            seen[self.tslot[s + 1]] = 1.0
+        for k in range(gr.start, gr.start + gr.size):
+            self.jslot[k] = self.tslot[self.start[k] + 1]
+        gr.cs_y = <int32_t>y
+
+    cdef double _visit_cs(self, int64_t g, Tally* t) noexcept nogil:
+        """A Crammer-Singer example: its subproblem solved exactly (Crammer and Singer 2001, sec. 6;
+        Keerthi et al. 2008, sec. 4), with LIBLINEAR's shrinking of -s 4. Returns the example's
+        violation, or -1 when the group leaves the active set.
+
+        With R = ||row||^2, S_o = w[o:].row, constraint c = (+row at y, -row at j_c), A = sum_c a_c
+        and the multipliers u_y = A', u_c = a'_c of the new point, the change of the dual is
+        -(F(u) - F(u_now)) with
+
+            F = R/2 [(u_y - A)^2 + sum_c (u_c - a_c)^2] + S_y (u_y - A) - sum_c (S_jc + l_c)(u_c - a_c)
+
+        to be minimised s.t. u_y = sum_c u_c, u_c >= 0, u_y <= C. In LIBLINEAR's variables
+        (alpha_y = u_y <= C, alpha_c = -u_c <= 0, sum alpha = 0) it is 1/2 R |alpha|^2 + B.alpha with
+        B_y = S_y - R A, B_c = S_jc + l_c + R a_c. Its KKT point is alpha_m = min(bound_m, (beta - B_m)/R)
+        where beta solves sum_m max(0, D_m - beta) = R C, D_m = B_m + R bound_m: one sort of the D.
+        The gradients in the engine's sign are g_c = l_c - S_y + S_jc = G_c - G_y with G = B + R alpha.
+        """
+        cdef Group* gr = &self.grp[g]
+        cdef int64_t base = gr.start, m = gr.active, n_off = gr.n_off, k, i, r, na = 0
+        cdef const int64_t* offs = self.soffs + gr.off_start
+        cdef double* sv = self.sbuf
+        cdef double* cf = self.cbuf
+        cdef double* gb = self.gbuf - base          # gb[k]: g_k on entry
+        cdef double* Ds = self.xbuf
+        cdef double Cg = gr.C, R = gr.rsq, A = 0.0, Sy, G, gmax = -INFINITY, gsup = INFINITY, glow
+        cdef double beta, a, u, d, delta = 0.0, ww = 0.0, la = 0.0, violation
+        cdef int32_t ys = gr.cs_y
+        cdef int64_t steps = 0
+        cdef bint at_bound
+        # the row products at y and at the active constraints' slots, in one pass over the row
+        for i in range(n_off):
+            cf[i] = INFINITY
+        cf[ys] = 0.0
+        for k in range(base, base + m):
+            A += self.alpha_[k]
+            cf[self.jslot[k]] = 0.0
+        for i in range(n_off):                       # ascending offsets
+            if cf[i] == 0.0:
+                self.abuf[na] = offs[i]
+                self.ibuf[na] = i
+                na += 1
+        if self.stride != 1:
+            self._strided_dots(gr, na, sv)
+        else:
+            for r in range(na):
+                sv[self.ibuf[r]] = row_dot(self.w + self.abuf[r], self.indices, self.data, gr.row_start,
+                                           gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+        Sy = sv[ys]
+        at_bound = A >= Cg * (1.0 - 1e-12)
+        for k in range(base, base + m):
+            G = self._kind(k).margin - Sy + sv[self.jslot[k]]
+            gb[k] = G
+            if G > gmax:
+                gmax = G
+            if self.alpha_[k] > 0.0 and G < gsup:
+                gsup = G
+        # LIBLINEAR's violation max_m G_m - min_{m below its bound} G_m, relative to G_y
+        glow = gsup if (at_bound or gsup < 0.0) else 0.0
+        violation = (gmax if gmax > 0.0 else 0.0) - glow
+        if violation < 0.0:                          # C_g = 0: nothing can move (glow is +inf)
+            violation = 0.0
+        if self.shrinking:
+            # a constraint at 0 whose gradient is below every movable one's stays at 0 (be_shrunk)
+            na = 0                                   # the constraints that stay
+            for k in range(base, base + m):
+                if self.alpha_[k] > 0.0 or gb[k] >= glow:
+                    na += 1
+            # the group is fixed when at most one variable is left: none besides y, or y at its
+            # bound C with no wish to grow (0 < glow) and one constraint (its order then does not
+            # matter: no swaps)
+            if na == 0 or (at_bound and glow > 0.0 and na <= 1):
+                t.shrunk += m
+                gr.active = 0
+                self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
+                return -1.0
+            if na < m:
+                k = base
+                while k < base + m:
+                    if self.alpha_[k] <= 0.0 and gb[k] < glow:
+                        m -= 1
+                        self._swap(k, base + m)
+                        gb[k] = gb[base + m]
+                        continue
+                    k += 1
+                t.shrunk += gr.active - m
+                gr.active = m
+        t.loss += Cg * gmax if gmax > 0.0 else 0.0
+        if violation > t.v_inc:
+            t.v_inc = violation
+        if violation <= 1e-12:
+            return violation
+        # D_y = B_y + R C, D_c = B_c; beta from the sorted D (LIBLINEAR's solve_sub_problem)
+        Ds[0] = Sy - R * A + R * Cg
+        for k in range(base, base + m):
+            Ds[k - base + 1] = sv[self.jslot[k]] + self._kind(k).margin + R * self.alpha_[k]
+        if m < 16:                                   # few classes left: insertion sort
+            for r in range(1, m + 1):
+                u = Ds[r]
+                i = r - 1
+                while i >= 0 and Ds[i] < u:
+                    Ds[i + 1] = Ds[i]
+                    i -= 1
+                Ds[i + 1] = u
+        else:
+            qsort(Ds, m + 1, sizeof(double), _cmp_descending)
+        beta = Ds[0] - R * Cg
+        r = 1
+        while r < m + 1 and beta < r * Ds[r]:
+            beta += Ds[r]
+            r += 1
+        beta /= r
+        # the new point: u_c = max(0, (B_c - beta) / R), u_y = sum_c u_c
+        # cf (0 at the slots read above) becomes the coefficient of the row added at each slot
+        for k in range(base, base + m):
+            a = self.alpha_[k]
+            i = self.jslot[k]
+            u = (sv[i] + self._kind(k).margin + R * a - beta) / R
+            if u < 0.0:
+                u = 0.0
+            d = u - a
+            if d != 0.0:
+                # dual terms: ||w||^2 gains -2 d S_j + R d^2 at slot j; l.a gains l d
+                ww += d * (-2.0 * sv[i] + R * d)
+                la += d * self._kind(k).margin
+                cf[i] -= d
+                delta += d
+                self.alpha_[k] = u
+                steps += 1
+        if steps:
+            ww += delta * (2.0 * Sy + R * delta)
+            cf[ys] += delta
+            self.est_ww += ww
+            self.est_la += la
+            t.steps += steps
+            na = 0
+            for i in range(n_off):
+                if cf[i] != 0.0 and cf[i] != INFINITY:
+                    self.abuf[na] = offs[i]
+                    self.ibuf[na] = i
+                    na += 1
+            if self.stride != 1:
+                self._strided_axpys(gr, na, cf)
+            else:
+                for r in range(na):
+                    row_axpy(cf[self.ibuf[r]], self.indices, self.data, gr.row_start,
+                             gr.row_start + gr.row_nnz, self.bias, gr.bias_col, self.w + self.abuf[r])
+        return violation
+
     # -- bounds --------------------------------------------------------------------------------
 
     def exact_bounds(self):
@@ -1212,10 +1555,21 @@ cdef class DualCD:
         primal = 1/2||w||^2 + sum_g C_g max(0, max_c g_c) is the cached problem's exact upper bound
         (Ramanan eq. 22); dual = -1/2||w||^2 + sum_c l_c a_c its lower bound (eq. 21). Both use the
         w held now; call recompute_w() first for figures to certify.
+
+        With Crammer-Singer groups, whose examples leave the active set whole (LIBLINEAR's -s 4
+        shrinking), the estimate's terms of the groups out of the active set are set to these exact
+        ones: approximate_bounds() then stays close to the exact bounds between checks.
         """
-        cdef double loss = 0.0, gmax, G
+        cdef double loss = 0.0, out_loss = 0.0, gmax, G
         cdef int64_t g, k, i
         cdef Group* gr
+        cdef uint8_t* out = NULL
+        if self.has_cs:
+            out = <uint8_t*> calloc(max(self.n_groups, 1), sizeof(uint8_t))
+            if out == NULL:
+                raise MemoryError("cannot allocate the exact bounds' scratch")
+            for i in range(self.n_active, self.n_listed):
+                out[self.groups[i]] = 1
         with nogil:
             for g in range(self.n_groups):
                 gr = &self.grp[g]
@@ -1243,7 +1597,12 @@ cdef class DualCD:
                         if G > gmax:
                             gmax = G
                 loss += self.grp[g].C * gmax
+                if out != NULL and out[g]:
+                    out_loss += self.grp[g].C * gmax
             self._norm_and_margin_sum(&self.est_ww, &self.est_la)
+        if out != NULL:
+            free(out)
+            self.shrunk_loss = out_loss
         return 0.5 * self.est_ww + loss, -0.5 * self.est_ww + self.est_la
 
     def approximate_bounds(self):
@@ -1276,6 +1635,7 @@ cdef class DualCD:
                 self.groups[n] = g
                 n += 1
         self.n_active = n
+        self.n_listed = n
         self.n_active_cons = self.n_cons
         # the shrunk groups' last terms stay in the estimate until their next visit
         self.est_loss += self.shrunk_loss
@@ -1287,6 +1647,14 @@ cdef class DualCD:
     def n_shared_groups(self):
         """Groups visited by the shared-row fast path."""
         return self.n_shared
+
+    @property
+    def n_crammer_singer_groups(self):
+        """Groups whose visit solves Crammer and Singer's subproblem exactly (_visit_cs)."""
+        cdef int64_t g, n = 0
+        for g in range(self.n_groups):
+            n += self.grp[g].cs_y >= 0
+        return n
 
     cpdef int64_t n_active_constraints(self):
         return self.n_active_cons
@@ -1317,3 +1685,19 @@ cdef class DualCD:
     @property
     def rng_state(self):
         return self.rng
+
+    def shift_w(self, const double[::1] offset):
+        """w += offset, alpha unchanged: the steps then see w = offset + sum alpha_c x_c.
+
+        CoCoA+ (svmtrain.distributed) solves a partition's local subproblem this way: the offset
+        carries the other partitions' share of w. The bounds of this engine no longer describe a
+        dual of its own cache until `recompute_w`, which drops the offset.
+        """
+        if offset.shape[0] != self.n_w:
+            raise ValueError(f"offset has {offset.shape[0]} entries, w has {self.n_w}")
+        if self.nonneg:
+            raise ValueError("shift_w does not apply to an engine with non-negative weights")
+        cdef int64_t j
+        with nogil:
+            for j in range(self.n_w):
+                self.w[j] += offset[j]

@@ -377,6 +377,17 @@ class ControlledTask:
             self._shifted(w, Geometry(problem.n_cols, problem.bias)), problem, block)
         return H, self._shift_margins(cons, problem)
 
+    def aggregated_offender(self, w, problem, block):
+        """1-slack's plane of the wrapped task, its margin shifted as every constraint's (eq. 35:
+        the plane is a sum of constraints, C_i x_i with margins C_i l_i)."""
+        from svmtrain.tasks.base import Geometry
+        found = self.task.aggregated_offender(
+            self._shifted(w, Geometry(problem.n_cols, problem.bias)), problem, block)
+        if found is None:
+            return None
+        loss, plane = found
+        return loss, self._shift_margins(plane, problem)
+
     def violations(self, w, block, path, geometry):
         return self.task.violations(self._shifted(w, geometry), block, path, geometry)
 

@@ -309,13 +309,25 @@ def iter_blocks(
     offset: int = 0,
     length: Optional[int] = None,
     progress: Optional[Callable[[int], object]] = None,
+    count_lines: bool = True,
 ) -> Iterator[Block]:
     """Stream the rows of an svmlight file as Blocks of about `block_bytes` input each.
 
     offset/length select a byte range of a plain file (see the module notes); `progress` is called
     with the number of input bytes consumed after each read. Empty blocks are not yielded.
+    count_lines=False skips counting the lines before `offset` (a read of the file up to it): line
+    numbers, in blocks and errors, are then lines_before(path, offset) lower than the file's.
     """
-    yield from _blocks(path, zero_based, block_bytes, offset, length, progress, whole=False)
+    yield from _blocks(path, zero_based, block_bytes, offset, length, progress, whole=False,
+                       count_lines=count_lines)
+
+
+def lines_before(path: str, offset: int) -> int:
+    """What to add to the line numbers of a range read with count_lines=False."""
+    if offset <= 0:
+        return 0
+    with open(path, "rb") as f:
+        return _count_newlines(f, offset - 1)
 
 
 def load(
@@ -333,7 +345,7 @@ def load(
     return _empty_block()
 
 
-def _blocks(path, zero_based, block_bytes, offset, length, progress, whole):
+def _blocks(path, zero_based, block_bytes, offset, length, progress, whole, count_lines=True):
     """The reading loop. With whole=True rows accumulate in the parser and one Block is yielded."""
     path = path if path == "-" else os.fspath(path)
     if block_bytes < 1:
@@ -355,7 +367,7 @@ def _blocks(path, zero_based, block_bytes, offset, length, progress, whole):
             try:
                 # lines before the range; the line containing `offset` belongs to the previous range
                 # unless `offset` is the first byte of a line
-                first_line = 1 + _count_newlines(f, offset - 1)
+                first_line = 1 + (_count_newlines(f, offset - 1) if count_lines else 0)
                 f.seek(offset - 1)
                 skip_partial = f.read(1) != b"\n"
                 if not skip_partial:

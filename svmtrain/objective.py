@@ -38,6 +38,12 @@ class PrimalAccumulator:
         hinge_sum(np.ascontiguousarray(v, dtype=np.float64), self.acc)
         self.examples += len(v)
 
+    def add_losses(self, losses, examples):
+        """Losses C_i max(0, H_i) computed elsewhere (a partition of the file, in file order): the
+        same sum as `add` over those examples (add skips the non-positive ones)."""
+        hinge_sum(np.ascontiguousarray(losses, dtype=np.float64), self.acc)
+        self.examples += int(examples)
+
     def value(self):
         regularizer = 0.5 * float(np.dot(self.w.ravel(), self.w.ravel()))
         loss = float(self.acc[0] + self.acc[1])

@@ -77,18 +77,21 @@ def random_terms_cache(seed, n_rows=10, n_cols=5, n_cons=24, n_groups=6, bias=No
                        rng.uniform(0.1, 3.0, n_groups), n_w, bias)
 
 
-def multiclass_cache(seed, n=10, n_cols=5, K=4, C=0.3, bias=None, feature_major=False):
+def multiclass_cache(seed, n=10, n_cols=5, K=4, C=0.3, bias=None, feature_major=False, with_y=True):
     """Crammer-Singer: x_ij = phi(x_i, y_i) - phi(x_i, j) for every j, j == y_i included (x = 0,
-    l = 0), one group (slack) per example; class block k at offset k * width, or (feature_major)
-    class k at offset k with stride K."""
+    l = 0) unless not `with_y` (what the multiclass task emits), one group (slack) per example;
+    class block k at offset k * width, or (feature_major) class k at offset k with stride K."""
     rng = np.random.default_rng(seed)
     store = random_store(rng, seed, n, n_cols, 0.7, unit_row=False)
     y = rng.integers(0, K, n)
     width = n_cols + (bias is not None)
     at = 1 if feature_major else width
-    terms = [[(i, 1.0, y[i] * at, True), (i, -1.0, j * at, True)] for i in range(n) for j in range(K)]
-    margin = [float(j != y[i]) for i in range(n) for j in range(K)]
-    group = np.repeat(np.arange(n), K)
+    pairs = [(i, j) for i in range(n) for j in range(K) if with_y or j != y[i]]
+    # the task's order of terms (+ then -), and the other order on some constraints
+    terms = [[(i, 1.0, y[i] * at, True), (i, -1.0, j * at, True)][::(-1 if (i + j) % 3 == 0 else 1)]
+             for i, j in pairs]
+    margin = [float(j != y[i]) for i, j in pairs]
+    group = np.array([i for i, _ in pairs], dtype=np.int64)
     return terms_cache(store, n_cols, terms, margin, group, np.full(n, C), K * width, bias,
                        stride=K if feature_major else 1)
 
@@ -189,6 +192,9 @@ def make_cache(kind, seed):
         return random_terms_cache(seed, bias=1.5 if kind == "terms_bias" else None)
     if kind.startswith("strided"):
         return strided_terms_cache(seed, bias=1.5 if kind == "strided_bias" else None)
+    if kind.startswith("cs_multiclass"):       # the exact Crammer-Singer visit
+        return multiclass_cache(seed, bias=1.5 if kind.endswith("bias") else None, with_y=False,
+                                feature_major=kind.startswith("cs_multiclass_fm"))
     if kind.startswith("fm_multiclass"):
         return multiclass_cache(seed, bias=1.5 if kind == "fm_multiclass_bias" else None,
                                 feature_major=True)
@@ -200,7 +206,7 @@ def make_cache(kind, seed):
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("kind", ["plain", "bias", "shared_rows", "terms", "terms_bias", "multiclass",
                                   "multiclass_bias", "strided", "strided_bias", "fm_multiclass",
-                                  "fm_multiclass_bias"])
+                                  "fm_multiclass_bias", "cs_multiclass_bias", "cs_multiclass_fm"])
 def test_engine_reaches_the_brute_force_optimum(seed, kind):
     c = make_cache(kind, seed)
     opt, A = brute_force(c)
@@ -514,3 +520,57 @@ def test_term_dots_honours_the_stride(make, bias):
     with pytest.raises(ValueError, match="beyond w"):
         term_dots(c.indptr, c.indices, c.data, c.n_cols, c.tptr, c.term_row, c.term_scale,
                   c.term_offset, c.term_bias, w[:-5], c.bias or 0.0, c.bias is not None, c.stride)
+
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_crammer_singer_visit_solves_the_example_exactly(seed):
+    """One visit of a Crammer-Singer group solves its example's subproblem exactly (the sort-based
+    solution, not pair steps): from any feasible hot start (inside, on the bound, at zero), with
+    any margins, one epoch over a one-example problem reaches the optimum of an independent QP
+    solver and a zero duality gap; another epoch makes no step."""
+    rng = np.random.default_rng(seed)
+    K = [3, 5, 8, 20][seed % 4]              # 20: past the insertion sort, the library sort
+    c = multiclass_cache(seed, n=1, n_cols=6, K=K, C=0.7, bias=1.5 if seed % 2 else None,
+                         feature_major=seed % 4 >= 2, with_y=False)
+    c.margin = rng.uniform(-0.5, 2.0, c.n_constraints)
+    assert c.engine().n_crammer_singer_groups == 1
+    opt, A = brute_force(c, iterations=40000)
+    alpha = rng.uniform(0.0, 1.0, c.n_constraints) * (rng.random(c.n_constraints) < 0.7)
+    alpha *= [0.0, 0.4, 1.0][seed % 3] * 0.7 / max(alpha.sum(), 1e-12)
+    e = c.engine(alpha=alpha, shrinking=False)
+    steps, _violation, _active = e.epoch()
+    P, D = e.exact_bounds()
+    assert D == pytest.approx(opt, rel=1e-9, abs=1e-12)
+    assert P - D <= 1e-9 * max(1.0, abs(D))
+    assert np.all(e.alpha >= 0) and e.alpha.sum() <= 0.7 * (1 + 1e-12)
+    assert np.allclose(e.w, A.T @ e.alpha, atol=1e-12)
+    assert e.epoch()[0] == 0
+
+
+def test_crammer_singer_groups_are_recognised_and_shrink_like_liblinear():
+    """The task's constraints (no j == y_i), in either order of terms, take the exact visit; a group
+    with a cancelling constraint or a scaled term does not. Examples leave the active
+    set (LIBLINEAR's -s 4 shrinking) and the optimum is the same with and without shrinking."""
+    c = multiclass_cache(3, n=40, n_cols=6, K=5, C=0.5, bias=1.0, with_y=False)
+    assert c.engine().n_crammer_singer_groups == 40
+    assert multiclass_cache(3, n=40, n_cols=6, K=5, C=0.5).engine().n_crammer_singer_groups == 0
+    scaled = multiclass_cache(3, n=40, n_cols=6, K=5, C=0.5, with_y=False)
+    scaled.term_scale = scaled.term_scale * np.where(scaled.term_row == 0, 2.0, 1.0)
+    assert scaled.engine().n_crammer_singer_groups == 39
+    opt, _ = brute_force(c, iterations=40000)
+    e = c.engine(seed=3)
+    for _ in range(30):
+        e.epoch()
+    assert e.n_active_constraints() < c.n_constraints          # whole examples and classes shrunk
+    with_s = solve(c, epsilon=1e-11, max_epochs=50000, seed=3, shrinking=True)
+    without = solve(c, epsilon=1e-11, max_epochs=50000, seed=3, shrinking=False)
+    assert with_s.converged and without.converged
+    assert with_s.dual == pytest.approx(opt, rel=1e-8) and without.dual == pytest.approx(opt, rel=1e-8)
+    # examples of cost 0 stay at 0 and the others reach the optimum, with and without shrinking
+    c.C_group = np.where(np.arange(40) % 4 == 0, 0.0, 0.5)
+    opt, _ = brute_force(c, iterations=40000)
+    for shrinking in (True, False):
+        sol = solve(c, epsilon=1e-11, max_epochs=50000, seed=3, shrinking=shrinking)
+        assert sol.converged and sol.dual == pytest.approx(opt, rel=1e-8)
+        assert np.all(sol.alpha[c.C_group[c.group] == 0.0] == 0.0)

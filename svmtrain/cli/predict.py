@@ -4,6 +4,7 @@ import json
 
 import click
 
+from svmtrain.cli.dask import check_dask_options, dask_options, dask_session
 from svmtrain.cli.options import InputError, byte_progress, data_path, json_option, quiet_option, user_errors
 
 
@@ -12,9 +13,10 @@ from svmtrain.cli.options import InputError, byte_progress, data_path, json_opti
 @click.argument("model_file", type=click.Path(dir_okay=False, allow_dash=False))
 @click.argument("output", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--scores", is_flag=True, help="Write decision values instead of labels.")
+@dask_options
 @json_option
 @quiet_option
-def predict(test_file, model_file, output, scores, as_json, quiet):
+def predict(test_file, model_file, output, scores, as_json, quiet, workers, scheduler):
     """Predict TEST_FILE with MODEL_FILE (ours or LIBLINEAR's), one line per example to OUTPUT.
 
     OUTPUT defaults to standard output. The metric goes to standard error in LIBLINEAR's words
@@ -23,11 +25,12 @@ def predict(test_file, model_file, output, scores, as_json, quiet):
     """
     if as_json and output in (None, "-"):
         raise InputError("--json prints the metrics on standard output: give OUTPUT for the predictions")
-    with user_errors():
-        _predict(test_file, model_file, output or "-", scores, as_json, quiet)
+    check_dask_options(workers, scheduler)
+    with user_errors(), dask_session(workers, scheduler) as cluster:
+        _predict(test_file, model_file, output or "-", scores, as_json, quiet, cluster)
 
 
-def _predict(test_file, model_file, output, scores, as_json, quiet):
+def _predict(test_file, model_file, output, scores, as_json, quiet, cluster=None):
     from svmtrain import data
     from svmtrain.atomic import atomic_output
     from svmtrain.model import read_model
@@ -36,6 +39,8 @@ def _predict(test_file, model_file, output, scores, as_json, quiet):
 
     model = read_model(model_file)
     task = task_class(model.task).from_model(model)
+    if model.mode == "budgeted" and cluster is not None:
+        raise InputError(f"{model_file}: predict on Dask is for linear models so far: leave out --workers")
     if model.mode == "budgeted":
         return _predict_kernel(model, task, test_file, output, scores, as_json, quiet)
     geometry = Geometry(model.n_features, model.bias)
@@ -44,8 +49,12 @@ def _predict(test_file, model_file, output, scores, as_json, quiet):
     w = task.solver_weights(model.w)
     with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
             atomic_output(output, "w") as out:
+        if cluster is not None:
+            from svmtrain.distributed import predict as predict_on_dask
+            predict_on_dask(cluster, task, w, geometry, test_file, model.index_base == 0, scores, out,
+                            metric)
         blocks = data.iter_blocks(test_file, zero_based=model.index_base == 0, progress=progress)
-        for block in data.whole_examples(blocks, task.grouping):
+        for block in data.whole_examples(blocks, task.grouping) if cluster is None else ():
             labels, values = task.predict(w, block, geometry, test_file)
             metric.add(labels, block)
             out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))

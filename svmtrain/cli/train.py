@@ -10,15 +10,18 @@ import click
 from svmtrain import interrupt
 from svmtrain.cli.budgeted import (BUDGETED_OPTIONS, budgeted_options, check_budgeted_options,
                                    train_budgeted_command)
+from svmtrain.cli.dask import DASK_OPTIONS, check_dask_options, dask_options, dask_session, train_on_dask
 from svmtrain.cli.controls import (STATE_OPTIONS, ControlledRun, check_control_options,
                                    control_options, read_controls)
+from svmtrain.cli.oneslack_options import (ONESLACK_OPTIONS, TRACE_HEADERS, oneslack_options,
+                                           oneslack_settings)
 from svmtrain.cli.online import ONLINE_OPTIONS, check_online_options, online_options, train_online
 from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 from svmtrain.solvers import LINEAR_MODES
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
-MODES = ("n-slack", "online-dual", "budgeted")
+MODES = ("n-slack", "1-slack", "online-dual", "budgeted")
 DEFAULT_EPSILON = 1e-3
 
 
@@ -77,10 +80,12 @@ def _bias(ctx, param, value):
 @click.option("-m", "--mode", type=click.Choice(MODES), default="n-slack", show_default=True,
               help="How to solve it: n-slack is dual coordinate descent over the constraints of "
                    "every example (all listed, or grown by cutting planes), each example with its "
-                   "own slack; online-dual streams the file (memory bounded by a cache of hard "
-                   "constraints, not by the data; Ramanan Alg. 2); budgeted is an RBF-kernel SVM "
-                   "with at most --budget support vectors (BSCA; binary, one-vs-rest multiclass, "
-                   "regression; no bias).")
+                   "own slack; 1-slack adds one aggregated plane (every example's worst offender) "
+                   "per iteration and solves a small QP over those planes (same objective and C); "
+                   "online-dual streams the file (memory bounded by a cache of hard constraints, "
+                   "not by the data; Ramanan Alg. 2); budgeted is an RBF-kernel SVM with at most "
+                   "--budget support vectors (BSCA; binary, one-vs-rest multiclass, regression; "
+                   "no bias).")
 @click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
@@ -111,8 +116,10 @@ def _bias(ctx, param, value):
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
 @control_options
+@oneslack_options
 @online_options
 @budgeted_options
+@dask_options
 @zero_based_option
 @quiet_option
 def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, p, loss,
@@ -124,18 +131,34 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     """
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     budgeted = {name: grouped.pop(name) for name in BUDGETED_OPTIONS}
+    dask = {name: grouped.pop(name) for name in DASK_OPTIONS}
     online = {name: grouped.pop(name) for name in ONLINE_OPTIONS}
+    oneslack = {name: grouped.pop(name) for name in ONESLACK_OPTIONS}
     controls = grouped           # with --save-state / --warm-start, which every resumable mode reads
     online.update(save_state=controls["save_state_file"], warm_start=controls["warm_start_file"])
     mode = check_online_options(click.get_current_context(), train_file, task, mode, online)
     check_budgeted_options(mode, task, budgeted, bias=bias, loss=loss, rescaling=rescaling,
                            model_format=model_format)
+    solver_options = oneslack_settings(mode, oneslack)
     check_control_options(task, bias, model_format, controls, mode)
     if mode not in LINEAR_MODES and any(v for k, v in controls.items() if k not in STATE_OPTIONS):
         raise click.BadParameter(f"the training controls apply to the {' and '.join(LINEAR_MODES)} "
                                  f"mode{'s' * (len(LINEAR_MODES) > 1)}, not to {mode}",
                                  param_hint="--mode")
+    if mode == "1-slack" and controls["nonneg"]:
+        raise click.BadParameter("the 1-slack mode's QP over planes does not keep weights "
+                                 "non-negative (use n-slack or online-dual)", param_hint="--nonneg")
+    if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
+        raise click.BadParameter("the 1-slack mode keeps no dual state", param_hint="--save-state / --warm-start")
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
+    check_dask_options(**dask, mode=mode, task=task,
+                       refuse=["--" + k.removesuffix("_file").replace("_", "-")
+                               for k, v in controls.items() if v])   # controls: not on Dask yet
+    if dask["workers"] or dask["scheduler"]:
+        with user_errors(), dask_session(**dask) as s:
+            train_on_dask(s, train_file, model_file, task, C, epsilon, bias, seed, max_epochs,
+                          options, shrinking, trace_file, model_format, zero_based, quiet)
+        return
     if mode == "budgeted":
         with user_errors():
             train_budgeted_command(train_file, model_file, task, C, epsilon, seed, options,
@@ -148,11 +171,11 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
         return
     with user_errors():
         _train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs, options,
-               shrinking, trace_file, model_format, zero_based, quiet, controls)
+               shrinking, trace_file, model_format, zero_based, quiet, controls, solver_options)
 
 
 def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_epochs, options,
-           shrinking, trace_file, model_format, zero_based, quiet, control_options):
+           shrinking, trace_file, model_format, zero_based, quiet, control_options, solver_options):
     from svmtrain import data
     from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers import SOLVERS
@@ -176,12 +199,14 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         from tqdm import tqdm
         epoch_bar = tqdm(total=max_epochs, unit="epoch", desc="training", leave=False, file=sys.stderr)
     if trace:
-        trace.write("# epoch seconds dual primal gap relative_gap exact active\n")
+        trace.write(TRACE_HEADERS.get(mode, "# epoch seconds dual primal gap relative_gap exact "
+                                            "active") + "\n")
 
     def on_epoch(r):
         if trace:
+            extra = f" {r.trace_columns()}" if hasattr(r, "trace_columns") else ""
             trace.write(f"{r.epoch} {r.seconds:.6f} {r.dual!r} {r.primal!r} {r.gap!r} "
-                        f"{r.relative_gap!r} {int(r.exact)} {r.active}\n")
+                        f"{r.relative_gap!r} {int(r.exact)} {r.active}{extra}\n")
             trace.flush()
         if epoch_bar is not None:
             epoch_bar.update(1)
@@ -191,7 +216,7 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         with interrupt.watch():   # SIGINT / SIGTERM: stop after the current epoch, write the model
             result = SOLVERS[mode](run.task, block, train_file, C=C, bias=run.solver_bias,
                                    epsilon=epsilon, max_epochs=max_epochs, seed=seed,
-                                   shrinking=shrinking, on_epoch=on_epoch)
+                                   shrinking=shrinking, on_epoch=on_epoch, **solver_options)
         run.finish(result)
     finally:
         if epoch_bar is not None:
@@ -224,6 +249,8 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     if not quiet:
         rounds = (f"{result.rounds} cutting-plane rounds, {result.constraints} constraints cached, "
                   if result.rounds > 1 else "")
+        if hasattr(result, "schedule"):
+            rounds = result.schedule()
         click.echo(f"svmtrain: {task_name} {mode}, {result.examples} {task.examples_are}, "
                    f"{result.geometry.n_cols} features: {result.epochs} epochs, {rounds}"
                    f"{time.perf_counter() - started:.3g} s, primal {result.primal:.10g}, "

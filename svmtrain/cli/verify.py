@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from svmtrain.cli.dask import check_dask_options, dask_options, dask_session
 from svmtrain.cli.options import InputError, byte_progress, data_path, json_option, quiet_option, user_errors
 
 
@@ -17,9 +18,10 @@ from svmtrain.cli.options import InputError, byte_progress, data_path, json_opti
 @click.option("--weights", "weights_file", type=click.Path(dir_okay=False), default=None,
               help="The example weights file of a model trained with --weights (default: the "
                    "file the model names).")
+@dask_options
 @json_option
 @quiet_option
-def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet):
+def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, workers, scheduler):
     """Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the
     model's dual D, a lower bound on the optimum: OPT lies in [D, P].
 
@@ -27,12 +29,13 @@ def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet):
     """
     if tol is not None and not (tol >= 0 and math.isfinite(tol)):
         raise click.BadParameter(f"must be a non-negative number, got {tol}", param_hint="--tol")
-    with user_errors():
-        ok = _verify(model_file, data_file, tol, as_json, quiet, weights_file)
+    check_dask_options(workers, scheduler)
+    with user_errors(), dask_session(workers, scheduler) as cluster:
+        ok = _verify(model_file, data_file, tol, as_json, quiet, weights_file, cluster)
     sys.exit(0 if ok else 1)
 
 
-def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None):
+def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None, cluster=None):
     from svmtrain import data, objective
     from svmtrain.engine import relative_gap
     from svmtrain.model import read_model
@@ -58,11 +61,17 @@ def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None):
         except ControlError as e:
             raise InputError(f"{model_file}: {e}") from None
         acc = objective.PrimalAccumulator(task, w, geometry, model.C, data_file)
+    if cluster is not None and (dual_acc is not None or prepare is not None):
+        raise InputError(f"{model_file}: verify-bound on Dask is for linear models trained without "
+                         "controls (weights, scales, prior, nonneg) so far: leave out --workers")
+    if cluster is not None:
+        from svmtrain.distributed import accumulate_primal
+        accumulate_primal(cluster, acc, model.index_base == 0)
     with byte_progress(data_file, quiet, "verifying") as progress:
         blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
         if prepare is not None:
             blocks = (prepare(b, task.grouping) for b in blocks)
-        for block in data.whole_examples(blocks, task.grouping):
+        for block in data.whole_examples(blocks, task.grouping) if cluster is None else ():
             acc.add(block)
             if dual_acc is not None:
                 dual_acc.add(block)

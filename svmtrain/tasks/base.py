@@ -108,6 +108,9 @@ class Problem:
     path: str
     stride: int = 1
     nonneg: Optional[np.ndarray] = None   # per weight: constrained to be >= 0 (--nonneg)
+    #: the cost of each example when its slacks are not one per example (ranking: C_q of a query,
+    #: whose pairs each have a slack); None when C is already per example
+    C_example: object = None
 
     @property
     def n_examples(self):
@@ -198,6 +201,23 @@ class Task(ABC):
         naming it across blocks and passes."""
         raise NotImplementedError
 
+    #: 1-slack: whether the solver should keep each example's most recent worst offenders and try
+    #: them before the oracle; pays where the oracle costs much more than re-pricing a few cached
+    #: constraints (K class scores, Viterbi), not where it is one scoring pass
+    cache_offenders = False
+
+    @property
+    def aggregates_offenders(self):
+        """Whether this task builds 1-slack's plane itself (`aggregated_offender`)."""
+        return type(self).aggregated_offender is not Task.aggregated_offender
+
+    def aggregated_offender(self, w, problem, block):
+        """1-slack separation oracle for tasks whose slacks are not one per example (ranking: one per
+        pair): (loss, plane) with loss = sum_i C_i max(0, H_i) over the problem's slacks at w (the
+        loss term of P(w)) and plane one constraint, sum_i C_i x_i,worst over the violated slacks
+        with margin sum_i C_i l_i,worst. None (the default): the solver sums `worst_offenders`."""
+        return None
+
     # -- what the primal (training reports and verify-bound) uses --------------------------------
     @abstractmethod
     def violations(self, w, block, path, geometry):
@@ -231,6 +251,7 @@ class LabelledTask(Task):
     as LIBLINEAR's Crammer-Singer does), model files class-major (one row per label)."""
 
     default_loss = "zero-one"
+    cache_offenders = True
     label_noun, labels_noun = "label", "labels"   # in error messages
 
     def __init__(self, labels, loss=None, rescaling=None):

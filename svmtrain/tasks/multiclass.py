@@ -22,15 +22,21 @@ from svmtrain._oracles import block_scores, multiclass_predict, multiclass_worst
 from svmtrain.data import DataError
 from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, describe_labels
 
-# Listing every (i, j) measured faster than cutting planes on pendigits (K = 10) and on sector
-# (K = 105: 22.7 s against 33 s to a gap of 1e-3); it costs about 100 bytes per constraint, so the
-# cutting planes take over past this many constraints (kddcup99's 494k x 22 would need 1 GB).
-LIST_ALL_UP_TO = 3_000_000
+# Listing every (i, j) measured faster than cutting planes on pendigits (K = 10), on sector
+# (K = 105: 22.7 s against 33 s to a gap of 1e-3) and on all of kddcup99 scaled to [0, 1]
+# (494,020 x 22 = 10.9 M constraints: 16 s and 2.8 GB peak against 59 s and 1.1 GB to a gap of
+# 5.9e-3). It costs about 250 bytes per constraint (the task's arrays and the engine's), so the
+# cutting planes take over past this many constraints (about 3 GB).
+LIST_ALL_UP_TO = 12_000_000
 
 
 class Multiclass(LabelledTask):
     name = "multiclass"
     label_noun, labels_noun = "label", "classes"
+    # the oracle is one pass of K scores per row: re-pricing f cached offenders per example costs
+    # more (1-slack on pendigits /100: 3.9 s without the cache, 10.1 s with -f 5; kddcup99, 20k
+    # rows: 11 s against 26 s)
+    cache_offenders = False
 
     def __init__(self, labels, loss=None, rescaling=None):
         super().__init__(labels, loss, rescaling)
@@ -70,25 +76,29 @@ class Multiclass(LabelledTask):
         term at offset k (feature-major: stride K)."""
         m = len(rows)
         delta = self.delta[y, j]
-        s = delta if self.rescaling == "slack" else np.ones(m)
         tptr = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
         term_row = np.repeat(rows, 2)
         term_scale = np.empty(2 * m)
-        term_scale[0::2], term_scale[1::2] = s, -s
+        if self.rescaling == "slack":
+            term_scale[0::2] = delta
+            np.negative(delta, out=term_scale[1::2])
+        else:
+            term_scale[0::2], term_scale[1::2] = 1.0, -1.0
         term_offset = np.empty(2 * m, np.int64)
         term_offset[0::2], term_offset[1::2] = y, j
         return Constraints(tptr, term_row, term_scale, term_offset, np.ones(2 * m, bool),
-                           delta.astype(np.float64), rows.astype(np.int64), j.astype(np.int64))
+                           np.asarray(delta, np.float64), np.asarray(rows, np.int64),
+                           np.asarray(j, np.int64))
 
     def all_constraints(self, problem, block):
         if block.n_rows * (self.K - 1) > LIST_ALL_UP_TO:
             return None
-        y = self.label_index(block, problem.path)
-        n = block.n_rows
-        rows = np.repeat(np.arange(n, dtype=np.int64), self.K)
-        j = np.tile(np.arange(self.K, dtype=np.int64), n)
-        keep = j != np.repeat(y, self.K)
-        return self._constraints(rows[keep], np.repeat(y, self.K)[keep], j[keep])
+        y = np.asarray(self.label_index(block, problem.path), np.int64)
+        rows = np.repeat(np.arange(block.n_rows, dtype=np.int64), self.K - 1)
+        yr = y[rows]
+        j = np.tile(np.arange(self.K - 1, dtype=np.int64), block.n_rows)
+        j += j >= yr                  # the K - 1 classes other than y_i, ascending
+        return self._constraints(rows, yr, j)
 
     def scores(self, w, block, geometry):
         return block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),

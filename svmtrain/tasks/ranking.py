@@ -12,9 +12,9 @@ or contiguous; a bias feature cancels in every pair and is not used. Predictions
 
 import numpy as np
 
-from svmtrain._oracles import ndcg_at_k, ranking_pair_stats
+from svmtrain._oracles import ndcg_at_k, ranking_pair_coefficients, ranking_pair_stats
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, PredictsScores, Problem, Task, group_costs
+from svmtrain.tasks.base import Constraints, Geometry, PredictsScores, Problem, Task, group_costs
 
 
 def queries(block, path):
@@ -69,7 +69,8 @@ class Ranking(PredictsScores, Task):
         a, b, q, order, query_ptr = self.pairs(block, path)
         query_cost = query_costs(block, path)
         return Problem(block.indptr, block.indices, block.data, geometry.n_cols,
-                       self.n_weights(geometry), geometry.bias, C * query_cost[q], path)
+                       self.n_weights(geometry), geometry.bias, C * query_cost[q], path,
+                       C_example=C * query_cost)
 
     def all_constraints(self, problem, block):
         a, b, _, _, _ = self.pairs(block, problem.path)
@@ -83,6 +84,24 @@ class Ranking(PredictsScores, Task):
 
     def worst_offenders(self, w, problem, block):
         raise NotImplementedError("the ranking task lists its pairs (n-slack per pair)")
+
+    def aggregated_offender(self, w, problem, block):
+        """The most violated 1-slack plane without listing pairs (Joachims 2006, sorting the scores
+        of each query: O(m log m)): over the violated pairs, sum C_q (x_a - x_b) as one term per
+        document, margin sum C_q (one per violated pair); loss sum_q C_q (its pairs' hinge)."""
+        order, query_ptr = queries(block, problem.path)
+        scores = Geometry(problem.n_cols, problem.bias).scores(w, block)
+        coef, hinge, n_violated = ranking_pair_coefficients(scores, block.target, query_ptr, order)
+        C_q = problem.C_example
+        row_C = np.empty(block.n_rows)
+        row_C[order] = np.repeat(C_q, np.diff(query_ptr))
+        coef = coef * row_C
+        rows = np.flatnonzero(coef).astype(np.int64)
+        m = len(rows)
+        plane = Constraints(np.array([0, m], np.int64), rows, coef[rows], np.zeros(m, np.int64),
+                            np.zeros(m, bool), np.array([float(np.dot(C_q, n_violated))]),
+                            np.zeros(1, np.int64), np.zeros(1, np.int64))
+        return float(np.dot(C_q, hinge)), plane
 
     def violations(self, w, block, path, geometry):
         """Per query, the sum of its pairs' hinge losses (each already >= 0)."""

@@ -1,0 +1,134 @@
+"""The `dask` group of bench/run.py: verify-bound and n-slack training (CoCoA+) on a local Dask
+cluster of 1 and 2 worker processes, against the embedded run (no Dask). See bench/README.md.
+
+The file: kddcup99 as a binary problem (Data.kddcup99_binary) written k times over into
+.cache/data/ (k = 30: 1.4 GB, 14.7 million rows; --quick: k = 2). Every run is the CLI in a fresh
+process; wall time includes the cluster's start-up (about 1-2 s).
+
+- verify-bound of a model trained on one copy (the primal of the k copies; its exit status is 1,
+  since the dual belongs to one copy: only the time and the figures matter here). The primal must
+  be the same bit for bit in every column.
+- train --workers N -e 1e-9 --max-epochs R: R CoCoA+ rounds (each: a pricing pass for P(w) and
+  LOCAL_EPOCHS engine epochs over every partition), so that 1 and 2 workers do the same work per
+  round; the relative gap reached is shown (2 partitions take more rounds than 1: CoCoA+'s safe
+  sigma' = K). On x4 copies (1.9 million rows).
+
+The machine's load (`uptime`) is printed with the table: on a shared machine the speed-up is
+bounded by the cores the other processes leave.
+"""
+
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import ROOT, Table, fr, fs, pinned_env
+
+SEED = 1
+
+
+def _svmtrain(*args):
+    return [sys.executable, "-m", "svmtrain", *args]
+
+
+def _env():
+    env = pinned_env()
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _run(argv):
+    import subprocess
+    import time
+    start = time.perf_counter()
+    proc = subprocess.run([str(a) for a in argv], env=_env(), cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    return wall, proc
+
+
+def _best(repeat, argv):
+    times, proc = [], None
+    for _ in range(repeat):
+        wall, proc = _run(argv)
+        times.append(wall)
+    return min(times), proc
+
+
+def _load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
+def _copies(data, k):
+    base, _info = data.kddcup99_binary()
+    return base, _repeat(data, base, k)
+
+
+def _repeat(data, base, k):
+    import shutil
+
+    def produce(out):
+        for _ in range(k):
+            with open(base, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+    return data._write(f"{Path(base).name}.x{k}", produce)
+
+
+def bench_dask(data, quick, repeat):
+    k_verify, k_train, rounds = (2, 1, 3) if quick else (30, 4, 10)
+    base, big = _copies(data, k_verify)
+    train_file = base if k_train == 1 else _repeat(data, base, k_train)
+    table = Table("dask", "verify-bound and CoCoA+ training on a local Dask cluster (fresh processes, "
+                  "cluster start-up included)",
+                  ["run", "file", "embedded s", "1 worker s", "2 workers s", "speed-up 1->2",
+                   "figures"])
+    load_before = _load()
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "kdd.model"
+        _run(_svmtrain("train", "-q", "-e", "1e-2", base, model))
+        size = os.path.getsize(big) / 1e9
+        times, primals = {}, {}
+        for name, extra in (("embedded", []), ("1", ["--workers", "1"]), ("2", ["--workers", "2"])):
+            times[name], proc = _best(repeat, _svmtrain("verify-bound", "--json", "-q", *extra, model, big))
+            primals[name] = json.loads(proc.stdout)["primal"]
+        same = len(set(primals.values())) == 1
+        table.rows.append(["verify-bound", f"{Path(big).name} ({size:.2f} GB)", fs(times["embedded"]),
+                           fs(times["1"]), fs(times["2"]), fr(times["1"] / times["2"]),
+                           f"primal {primals['2']!r}, {'identical' if same else 'DIFFERENT'} in all three"])
+        table.summary.update(verify_seconds=times, verify_primal_identical=same,
+                             verify_speedup=times["1"] / times["2"], verify_gb=size)
+        ttimes, gaps = {}, {}
+        args = ["train", "-q", "-e", "1e-9", "--max-epochs", str(rounds), "--seed", str(SEED)]
+        for name, extra in (("1", ["--workers", "1"]), ("2", ["--workers", "2"])):
+            ttimes[name], _ = _best(repeat, _svmtrain(*args, *extra, train_file, model))
+            gaps[name] = _relative_gap(model)
+        ttimes["embedded"], _ = _best(repeat, _svmtrain(*args, train_file, model))
+        gaps["embedded"] = _relative_gap(model)
+        table.rows.append([f"train, {rounds} rounds", Path(train_file).name,
+                           fs(ttimes["embedded"]) + " (n-slack epochs)", fs(ttimes["1"]),
+                           fs(ttimes["2"]), fr(ttimes["1"] / ttimes["2"]),
+                           "rel. gap: " + ", ".join(f"{n} {g:.3g}" for n, g in gaps.items())])
+        table.summary.update(train_seconds=ttimes, train_gaps=gaps,
+                             train_speedup=ttimes["1"] / ttimes["2"])
+    load_after = _load()
+    table.summary.update(load_before=load_before, load_after=load_after)
+    table.notes = [
+        f"load average (1, 5, 15 min) before: {' '.join(load_before)}, after: {' '.join(load_after)} "
+        f"on {os.cpu_count()} cpus: the speed-up is bounded by what other processes leave.",
+        "speed-up 1->2 = (1 worker s) / (2 workers s); train runs the same number of CoCoA+ rounds "
+        "(equal work per round); its relative gaps differ (K = 1 vs 2 partitions).",
+    ]
+    return table
+
+
+def _relative_gap(model):
+    text = Path(model).read_text()
+    found = re.search(r"^relative_gap\s+(\S+)", text, re.M)
+    return float(found.group(1)) if found else float("nan")
+
+
+BENCHMARKS = {"dask": bench_dask}

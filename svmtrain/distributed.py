@@ -1,0 +1,503 @@
+"""Past one machine: verify-bound, predict and n-slack training on a Dask cluster (dask.distributed).
+
+Dask is optional (`pip install svmtrain[dask]`); nothing here imports it before a command asks for
+a cluster (`--workers N`: a LocalCluster of N one-thread processes; `--scheduler ADDRESS` or
+DASK_SCHEDULER_ADDRESS: an existing cluster).
+
+Partitions are byte ranges of a plain file (svmtrain.data.iter_blocks' offset/length), cut where an
+example starts: a range owns the lines whose first byte lies inside it, and a boundary is moved
+forward past the rows of an example that started before it (a run of rows with one qid for
+sequence files). A compressed file, standard input and tasks whose examples are spread over the
+file (ranking queries) are one partition.
+
+What is guaranteed:
+- verify-bound: each partition returns its examples' positive losses C_i max(0, l_ij - w.x_ij) in
+  file order, and the client adds them with the same compensated sum (`hinge_sum`) the
+  single-process pass uses, in file order: the primal is the single-process figure bit for bit,
+  whatever the number of partitions or workers.
+- predict: the output lines are those of the single-process run, in file order; the metric is
+  accumulated in file order (a regression metric's float sums may differ in the last bits, as they
+  do between block sizes).
+- train (n-slack, listable constraints: binary, regression, multiclass): CoCoA+ over one partition
+  per worker thread (Ma, Smith, Jaggi et al. 2015). Its model depends on the number of partitions
+  (within epsilon of the same optimum) and is bit for bit reproducible for a given number of
+  workers and seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from svmtrain import data
+
+PARTITION_BYTES = 64 << 20   # verify-bound / predict: the size of a partition (not of the cluster)
+LOCAL_EPOCHS = 2             # CoCoA+: engine epochs on each partition per round
+INSTALL_HINT = "pip install 'svmtrain[dask]'"
+
+
+class DaskMissing(RuntimeError):
+    """Dask is not installed: the message says how to get it."""
+
+
+class NotListable(ValueError):
+    """Training input CoCoA+ cannot take: cutting-plane tasks (it needs the constraints listed),
+    standard input (the workers read the file)."""
+
+
+class ClusterError(RuntimeError):
+    """The cluster failed the run (workers lost beyond Dask's retries, or unreachable)."""
+
+
+def check_available(flag: str) -> None:
+    """Before any data is read: Dask must be importable for `flag`."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise DaskMissing(f"{flag} runs on Dask, which is not installed: {INSTALL_HINT}") from None
+
+
+class Session:
+    """A cluster connection, made on first use (options and input files are checked first)."""
+
+    def __init__(self, workers: Optional[int], scheduler: Optional[str]):
+        self.workers, self.scheduler = workers, scheduler
+        self.partition_bytes = PARTITION_BYTES   # verify-bound / predict partitions
+        self._client = self._cluster = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            import logging
+            from distributed import Client, LocalCluster
+            try:
+                if self.scheduler:
+                    self._client = Client(self.scheduler, timeout="30s")
+                else:
+                    # one thread per process: the kernels release the GIL, one core each
+                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                                 processes=True, dashboard_address=":0",
+                                                 silence_logs=logging.ERROR)
+                    self._client = Client(self._cluster)
+            except OSError as e:   # unreachable scheduler (asyncio / comm timeouts are OSErrors)
+                where = self.scheduler or "a LocalCluster"
+                raise ClusterError(f"cannot connect to the Dask scheduler {where}: {e}") from None
+        return self._client
+
+    @property
+    def n_threads(self) -> int:
+        return max(1, sum(self.client.nthreads().values()))
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+
+@contextlib.contextmanager
+def session(workers: Optional[int], scheduler: Optional[str]):
+    """A Session, or None when neither is given (the embedded default, no Dask imported)."""
+    if not workers and not scheduler:
+        yield None
+        return
+    s = Session(workers, scheduler)
+    try:
+        with _cluster_errors():
+            yield s
+    finally:
+        s.close()
+
+
+@contextlib.contextmanager
+def _cluster_errors():
+    """Worker losses Dask could not absorb become one ClusterError (data errors pass through)."""
+    try:
+        yield
+    except ImportError:
+        raise
+    except Exception as e:
+        from distributed import KilledWorker
+        from distributed.client import FutureCancelledError
+        if isinstance(e, (KilledWorker, FutureCancelledError)):
+            raise ClusterError(f"the Dask cluster lost the workers of this run ({type(e).__name__}: "
+                               f"{e}); nothing was written") from None
+        raise
+
+
+# -- partitions ------------------------------------------------------------------------------------
+
+def _is_plain(path: str) -> bool:
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as f:
+            if not f.seekable():
+                return False
+            return data._sniff(f.read(6)) is None
+    except OSError:
+        return False   # the reader will name the problem
+
+
+def partitions(path: str, grouping: str, *, count: Optional[int] = None,
+               size: int = PARTITION_BYTES) -> list:
+    """Byte ranges (offset, length) of whole examples covering the file in order; [None] (the whole
+    stream) for stdin, compressed files and grouping "whole". `count` ranges of about equal size,
+    else ranges of about `size` bytes."""
+    if grouping == "whole" or not _is_plain(path):
+        return [None]
+    total = os.path.getsize(path)
+    if count is not None:
+        size = max(1, -(-total // max(1, count)))
+    cuts = [0]
+    with open(path, "rb") as f:
+        for nominal in range(size, total, size):
+            cut = _example_start(f, max(nominal, cuts[-1]), grouping)
+            if cuts[-1] < cut < total:
+                cuts.append(cut)
+    cuts.append(total)
+    return [(a, b - a) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _line_start(f, pos: int) -> int:
+    """The first line start at or after pos."""
+    if pos == 0:
+        return 0
+    f.seek(pos - 1)
+    if f.read(1) == b"\n":
+        return pos
+    f.readline()
+    return f.tell()
+
+
+def _qid(line: bytes):
+    """A data line's qid (None without one); `...` for a blank or comment-only line (no row)."""
+    body = line.split(b"#", 1)[0].split()
+    if not body:
+        return ...
+    if len(body) > 1 and body[1].startswith(b"qid:"):
+        text = body[1][4:]
+        try:
+            return int(text)
+        except ValueError:
+            return text   # the reader reports it; any cut is fine then
+    return None
+
+
+def _previous_row_qid(f, start: int):
+    """The qid of the last data row before `start` (a line start); `...` when there is none."""
+    end = start
+    chunk = 1 << 16
+    tail = b""
+    while end > 0:
+        begin = max(0, end - chunk)
+        f.seek(begin)
+        tail = f.read(end - begin) + tail
+        end = begin
+        lines = tail.split(b"\n")
+        # lines[0] may be partial unless we reached the file's start
+        for line in reversed(lines[1:] if begin > 0 else lines):
+            q = _qid(line)
+            if q is not ...:
+                return q
+        tail = lines[0] if begin > 0 else b""
+    return ...
+
+
+def _example_start(f, pos: int, grouping: str) -> int:
+    """The first byte at or after pos where an example starts (a line start; for "consecutive",
+    the first row whose qid differs from the previous row's)."""
+    start = _line_start(f, pos)
+    if grouping == "row":
+        return start
+    previous = _previous_row_qid(f, start)
+    f.seek(start)
+    offset = start
+    for line in iter(f.readline, b""):
+        q = _qid(line)
+        if q is not ... and (previous is ... or q != previous):
+            return offset
+        if q is not ...:
+            previous = q
+        offset += len(line)
+    return offset
+
+
+def _read(path, zero_based, span):
+    """The rows of a partition. Lines are numbered from the range's start (counting the lines
+    before it would read the file up to there: quadratic over the partitions); `_file_lines`
+    puts the file's numbers back into an error."""
+    offset, length = span if span is not None else (0, None)
+    return data.iter_blocks(path, zero_based=zero_based, offset=offset, length=length,
+                            count_lines=False)
+
+
+@contextlib.contextmanager
+def _file_lines(path, span):
+    try:
+        yield
+    except data.DataError as e:
+        if e.line is None or span is None or span[0] == 0:
+            raise
+        raise data.DataError(e.path, e.line + data.lines_before(path, span[0]), e.reason) from None
+
+
+# -- verify-bound ----------------------------------------------------------------------------------
+
+def _partition_losses(task, w, geometry, C, path, zero_based, span):
+    """(the positive losses C_i max(0, H_i) in file order, the number of examples)."""
+    kept, n = [], 0
+    with _file_lines(path, span):
+        for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
+            v = task.costs(block, C) * task.violations(w, block, path, geometry)
+            kept.append(v[v > 0.0])
+            n += len(v)
+    return (np.concatenate(kept) if kept else np.zeros(0)), n
+
+
+def accumulate_primal(s: Session, acc, zero_based: bool) -> None:
+    """verify-bound's pass on the cluster, into `acc` (an objective.PrimalAccumulator): the same
+    figures as acc.add over the file's blocks (adding zeros leaves a compensated sum unchanged)."""
+    if acc.path == "-":                # the workers cannot read our standard input: one local pass
+        acc.add_losses(*_partition_losses(acc.task, acc.w, acc.geometry, acc.C, "-", zero_based, None))
+        return
+    spans = partitions(acc.path, acc.task.grouping, size=s.partition_bytes)
+    futures = [s.client.submit(_partition_losses, acc.task, acc.w, acc.geometry, acc.C, acc.path,
+                               zero_based, span, pure=False) for span in spans]
+    for future in futures:             # file order
+        losses, n = future.result()
+        acc.add_losses(losses, n)
+        future.release()
+
+
+# -- predict ---------------------------------------------------------------------------------------
+
+def _metric_rows(block):
+    """The rows without their features: what a metric reads (targets, qids, costs, lines)."""
+    empty = np.zeros(block.n_rows + 1, np.int64)
+    return data.Block(empty, np.zeros(0, np.int64), np.zeros(0), block.target, block.qid,
+                      block.cost, block.line, 0, 0)
+
+
+def _partition_predictions(task, w, geometry, path, zero_based, span, scores):
+    fmt = task.format_scores if scores else task.format_prediction
+    text, rows = [], []
+    with _file_lines(path, span):
+        for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
+            labels, values = task.predict(w, block, geometry, path)
+            text.append("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+            rows.append((labels, _metric_rows(block)))
+    return "".join(text), rows
+
+
+def predict(s: Session, task, w, geometry, path, zero_based, scores, out, metric) -> None:
+    """predict's pass on the cluster: output lines written in file order."""
+    if path == "-":                    # the workers cannot read our standard input: one local pass
+        results = [_partition_predictions(task, w, geometry, path, zero_based, None, scores)]
+    else:
+        spans = partitions(path, task.grouping, size=s.partition_bytes)
+        results = [s.client.submit(_partition_predictions, task, w, geometry, path, zero_based,
+                                   span, scores, pure=False) for span in spans]
+    for future in results:
+        text, rows = future.result() if hasattr(future, "result") else future
+        out.write(text)
+        for labels, block in rows:
+            metric.add(labels, block)
+        if hasattr(future, "release"):
+            future.release()
+
+
+# -- training: CoCoA+ ------------------------------------------------------------------------------
+#
+# The n-slack dual (DESIGN.md) with the examples split into K partitions, alpha = (a_1, ..., a_K),
+# w = sum_k w_k, w_k = A_k a_k. Each round every partition k improves its block by Delta on the
+# CoCoA+ local subproblem with sigma' = K and adds it (gamma = 1, the "adding" aggregation):
+#
+#     max_Delta  l_k . Delta - w . A_k Delta - sigma'/2 ||A_k Delta||^2,   0 <= a_k + Delta per group <= C
+#
+# In beta = sigma' (a_k + Delta) this is, up to a constant and the factor 1/sigma', the engine's
+# own dual over partition k with bounds sigma' C and w started at w - sigma' w_k + A_k beta:
+#
+#     max_beta  l_k . beta - 1/2 ||A_k beta + (w - sigma' w_k)||^2,   0 <= beta per group <= sigma' C
+#
+# so the engine runs on the partition's cache hot-started at beta = sigma' a_k with its w shifted
+# by w - sigma' w_k (DualCD.shift_w); then a_k <- beta / sigma'. CoCoA+ (Ma et al. 2015, Thm. 2/
+# Lemma 3) shows sigma' = gamma K makes the sum of the local improvements a lower bound on the
+# improvement of the global dual, so the dual never decreases. The certificate is the exact gap of
+# each round's w(alpha): D = -1/2 ||w||^2 + sum_k l_k . a_k and P summed as verify-bound does.
+
+@dataclass
+class _Partition:
+    block: object
+    problem: object
+    cache: object          # the listed constraints (engine.ConstraintCache)
+
+
+def _load(path, zero_based, span):
+    offset, length = span if span is not None else (0, None)
+    return data.load(path, zero_based=zero_based, offset=offset, length=length)
+
+
+def _label_rows(block, labelled):
+    """n_rows, n_features, and the first row of each distinct target (what fixes a label set; for
+    a task without labels, regression, just the first row)."""
+    if not labelled:
+        return block.n_rows, block.n_features, block.rows(0, min(1, block.n_rows))
+    _values, first = np.unique(block.target, return_index=True)
+    rows = data.concat_blocks([block.rows(int(i), int(i) + 1) for i in np.sort(first)])
+    return block.n_rows, block.n_features, rows
+
+
+def _setup(block, task, path, C, geometry):
+    from svmtrain.engine import ConstraintCache
+    problem = task.problem(block, path, C, geometry)
+    listed = task.all_constraints(problem, block)
+    if listed is None:
+        return None
+    return _Partition(block, problem, ConstraintCache.from_problem(problem, listed))
+
+
+def _round_seed(seed: int, round_: int, k: int) -> int:
+    """A distinct engine seed per partition and round (Dask would also merge identical tasks)."""
+    return int(np.random.SeedSequence([seed, round_, k]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def _local_round(part, state, w, task, geometry, C, path, sigma, seed, shrinking):
+    """Price w on the partition (its positive losses, for P(w)), then one CoCoA+ local solve.
+    state: (a_k, w_k) of the previous round, None at the start (a_k = 0)."""
+    n_cons = part.cache.n_constraints
+    alpha, w_k = state if state is not None else (np.zeros(n_cons), np.zeros(len(w)))
+    losses, n = _partition_losses_block(task, w, geometry, C, path, part.block)
+    cache = replace(part.cache, C_group=sigma * part.cache.C_group)
+    engine = cache.engine(sigma * alpha, seed=seed, shrinking=shrinking)
+    engine.shift_w(np.ascontiguousarray(w - sigma * w_k))
+    for _ in range(LOCAL_EPOCHS):
+        engine.epoch()
+    engine.recompute_w()               # A_k beta, the offset dropped
+    alpha = _feasible(engine.alpha / sigma, part.cache)
+    w_k = engine.w / sigma
+    linear = float(np.dot(part.cache.margin, alpha))
+    return (alpha, w_k), (losses, n, w_k, linear)
+
+
+def _feasible(alpha, cache):
+    """beta / sigma' can exceed C by a rounding: scale such groups back into the box."""
+    alpha = np.maximum(alpha, 0.0)
+    total = np.bincount(cache.group, weights=alpha, minlength=len(cache.C_group))
+    over = total > cache.C_group
+    if np.any(over):
+        factor = np.ones_like(total)
+        factor[over] = cache.C_group[over] / total[over]
+        alpha = alpha * factor[cache.group]
+    return alpha
+
+
+def _partition_losses_block(task, w, geometry, C, path, block):
+    v = task.costs(block, C) * task.violations(w, block, path, geometry)
+    return v[v > 0.0], len(v)
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _second(pair):
+    return pair[1]
+
+
+@dataclass
+class CocoaResult:
+    w: np.ndarray
+    dual: float
+    primal: float
+    relative_gap: float
+    epochs: int            # rounds
+    seconds: float
+    converged: bool
+    geometry: object
+    examples: int
+    rounds: int
+    constraints: int
+    partitions: int
+    interrupted: bool = False
+
+
+def train_cocoa(s: Session, task_class, path, *, zero_based, options, C, bias, epsilon,
+                max_epochs, seed, shrinking=True, on_epoch=None, partitions_count=None):
+    """n-slack training on the cluster (CoCoA+). Returns (task, CocoaResult)."""
+    import time
+    from svmtrain import interrupt
+    from svmtrain._linear import hinge_sum
+    from svmtrain.engine import EpochRecord, relative_gap
+    from svmtrain.tasks.base import Geometry
+
+    started = time.perf_counter()
+    if path == "-":
+        raise NotListable("-: training on Dask reads the file on the workers, which cannot read "
+                          "this standard input: give a file name (on a cluster, on a shared file "
+                          "system)")
+    client = s.client
+    K = partitions_count or s.n_threads
+    spans = partitions(path, "row", count=K)
+    blocks = [client.submit(_load, path, zero_based, span, pure=False) for span in spans]
+    labelled = task_class.name != "regression"
+    infos = [client.submit(_label_rows, b, labelled, pure=False).result() for b in blocks]
+    examples = sum(i[0] for i in infos)
+    n_features = max(i[1] for i in infos)
+    task = task_class.from_training_data(data.concat_blocks([i[2] for i in infos]), path, options)
+    geometry = Geometry(n_features, bias)
+    parts = [client.submit(_setup, b, task, path, C, geometry, pure=False) for b in blocks]
+    if any(client.submit(lambda p: p is None, p, pure=False).result() for p in parts):
+        raise NotListable(f"{path}: n-slack on Dask (CoCoA+) needs constraints that can be listed "
+                          f"(binary, regression, multiclass with few classes); this "
+                          f"{task.name} problem needs cutting planes: train without --workers")
+    K = len(parts)
+    sigma = float(K)                   # sigma' = gamma K with gamma = 1
+    n_w = task.n_weights(geometry)
+    w = np.zeros(n_w)
+    D, states = 0.0, [None] * K
+    records = []
+    converged = False
+    P = rel = np.inf
+    round_ = 0
+    constraints = sum(client.submit(lambda p: p.cache.n_constraints, p, pure=False).result()
+                      for p in parts)
+    for round_ in range(1, max_epochs + 1):
+        # w travels inside the tasks, not scattered: scattered data could not be recomputed
+        # after a worker loss, a task's arguments can
+        outs = [client.submit(_local_round, parts[k], states[k], w, task, geometry, C, path,
+                              sigma, _round_seed(seed, round_, k), shrinking, pure=False)
+                for k in range(K)]
+        new_states = [client.submit(_first, o, pure=False) for o in outs]
+        reports = [client.submit(_second, o, pure=False) for o in outs]
+        acc = np.zeros(2)
+        w_next = np.zeros(n_w)
+        linear = 0.0
+        for r in reports:              # partition order: the sums do not depend on timing
+            losses, _n, w_k, lin = r.result()
+            hinge_sum(np.ascontiguousarray(losses), acc)
+            w_next += w_k
+            linear += lin
+        del outs, reports
+        # the certificate of this round's w (alpha of the previous round)
+        regularizer = 0.5 * float(np.dot(w, w))
+        P = regularizer + float(acc[0] + acc[1])
+        rel = relative_gap(P, D)
+        record = EpochRecord(round_, time.perf_counter() - started, D, P, rel, True, constraints, 0.0)
+        records.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
+        if rel <= epsilon or interrupt.requested() or round_ == max_epochs:
+            converged = rel <= epsilon
+            break
+        states = new_states
+        w = w_next
+        D = -0.5 * float(np.dot(w, w)) + linear
+    return task, CocoaResult(w, D, P, rel, round_, time.perf_counter() - started, converged,
+                             geometry, examples, round_, constraints, K,
+                             interrupted=interrupt.requested())

@@ -1,0 +1,404 @@
+"""The 1-slack mode: cutting planes over aggregated constraints (Joachims, Finley, Yu 2009, Alg. 3
+margin / Alg. 4 slack rescaling, OP4/OP5 solved in the dual, with their caching and removal of
+inactive planes).
+
+The same primal as every mode (DESIGN.md), P(w) = 1/2 |w|^2 + sum_i C_i max(0, max_j (l_ij - w.x_ij)),
+written with one slack xi shared by every choice of one constraint per example (j_i = 0 is "none",
+x = 0, l = 0):
+
+    min 1/2 |w|^2 + xi   s.t.   w . a(j) >= b(j) - xi  for all (j_1..j_n),   xi >= 0,
+    a(j) = sum_i C_i x_{i j_i},   b(j) = sum_i C_i l_{i j_i}.
+
+For a given w the tightest choice takes each example's worst offender when it is violated and
+"none" otherwise, so xi = sum_i C_i max(0, H_i) and the optimum and the optimal w are those of the
+n-slack problem (Joachims' Theorem 1; their OP4 writes C/n and 1/n where we fold C_i into the plane,
+so C means the same in both modes). The dual over a working set of planes a_k, b_k is
+
+    max -1/2 |sum_k beta_k a_k|^2 + sum_k beta_k b_k,   beta_k >= 0,   sum_k beta_k <= 1,
+
+the engine's problem for one group of bound 1: D(beta) <= OPT <= P(w(beta)). Each iteration:
+
+    try the caches (tasks whose oracle is costly): every example's best of its f most recently
+        used offenders; use that plane when its violation sum_i C_i max(0, H_cache_i) - xi_ws
+        proves the gap open (> epsilon * P_estimate) and is at least CACHE_FRACTION of the last
+        oracle plane's (Joachims et al. sec. 4 test the whole plane against epsilon alone: at a
+        relative 1e-3 that ran the cached labels' problem to convergence, 1000 iterations on
+        pendigits without closing the gap)
+    else the oracle on every example (this pass prices P(w) exactly): stop when (P - D) / P <=
+        epsilon; the plane of the worst offenders; update the caches
+    add the plane when it is violated beyond the working set's slack xi_ws; extend the Gram matrix
+        of the planes by one row; re-solve the small QP (pair steps, `svmtrain._oneslack.plane_qp`);
+        drop planes whose beta has been 0 for `inactive` iterations
+
+Planes are stored sparse (sorted columns and values), chosen by measurement: a sector plane
+(105 classes x 55k features, n_w = 5.8M) has 0.38M-0.61M nonzeros (7-11%), a conll2000 plane
+4-14% of w, so a sparse plane takes a fifth of a dense one's memory and a Gram row (a gather per
+stored nonzero, against the new plane spread dense) a fraction of the time. The QP over the planes
+costs little next to the oracle passes and the Gram rows (cpusmall: 6 ms per solve). The per-example work (oracle, cache re-pricing, summing
+the plane) runs over shards of whole examples; the shards are cut independently of `threads` and
+their partial planes are added in shard order, so every thread count gives the same model bit for
+bit.
+"""
+
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from svmtrain import interrupt, objective
+from svmtrain._linear import term_dots
+from svmtrain._oneslack import accumulate_plane, gram_row, plane_qp
+from svmtrain.engine import EpochRecord, relative_gap
+from svmtrain.solvers.nslack import TrainResult
+from svmtrain.tasks.base import Constraints, Geometry
+
+#: per-example cache size (-f) and plane removal (the CLI's defaults: cli/oneslack_options.py);
+#: bench/README.md, "1-slack", has the measurements behind them
+DEFAULT_CACHE = 10
+DEFAULT_INACTIVE = 50     # Joachims et al.: planes inactive in the last 50 QPs
+#: the shards of the per-example loop: at most this many, with at least MIN_SHARD examples each
+MAX_SHARDS = 16
+MIN_SHARD = 2048
+#: a cached plane stands in for the oracle's while its violation is at least this fraction of the
+#: last oracle plane's (and proves the gap open)
+CACHE_FRACTION = 0.5
+#: the QP over the planes is solved to a gap of QP_FRACTION * epsilon * P (it is small and cheap)
+QP_FRACTION = 0.05
+
+
+@dataclass
+class PlaneRecord(EpochRecord):
+    """A trace line of the 1-slack mode: `active` is the working-set size; primal is exact on
+    oracle iterations, and 1/2|w|^2 + the cached plane's loss (a lower estimate) on cache hits."""
+
+    oracle_passes: int = 0
+    cache_hits: int = 0
+
+    def trace_columns(self):
+        return f"{self.oracle_passes} {self.cache_hits}"
+
+
+@dataclass
+class OneSlackResult(TrainResult):
+    oracle_passes: int = 0
+    cache_hits: int = 0
+
+    def schedule(self):
+        return (f"{self.rounds} iterations ({self.oracle_passes} oracle passes = "
+                f"{self.oracle_passes * self.examples} oracle calls, {self.cache_hits} cache hits), "
+                f"{self.constraints} planes in the working set, ")
+
+
+class _Shard:
+    """A run of whole examples: its rows as a block, its Problem and its cache of offenders."""
+
+    def __init__(self, block, problem):
+        self.block = block
+        self.problem = problem
+        self.cache = Constraints.empty()
+        self.age = np.zeros(0, np.int64)      # the iteration each cached constraint was last used
+
+
+class _Scratch:
+    """Dense buffers to sum a plane into, one per thread (handed out through a queue)."""
+
+    def __init__(self, n_w):
+        self.dense = np.zeros(n_w)
+        self.mark = np.zeros(n_w, np.uint8)
+        self.touched = np.empty(n_w, np.int64)
+
+    def plane(self, problem, cons, weight):
+        """sum_c weight_c x_c as (sorted columns, values); leaves the buffers zero again."""
+        count = accumulate_plane(problem.indptr, problem.indices, problem.data, problem.n_cols,
+                                 cons.tptr, cons.term_row, cons.term_scale, cons.term_offset,
+                                 cons.term_bias, np.ascontiguousarray(weight, dtype=np.float64),
+                                 0.0 if problem.bias is None else float(problem.bias),
+                                 problem.bias is not None, problem.stride, self.dense, self.mark,
+                                 self.touched)
+        cols = np.sort(self.touched[:count])
+        vals = self.dense[cols]
+        self.dense[cols] = 0.0
+        self.mark[cols] = 0
+        keep = vals != 0.0
+        return cols[keep], vals[keep]
+
+
+def _gradients(problem, cons, w):
+    """l_c - w . x_c for constraints given as terms."""
+    return cons.margin - term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols,
+                                   cons.tptr, cons.term_row, cons.term_scale, cons.term_offset,
+                                   cons.term_bias, w, 0.0 if problem.bias is None else problem.bias,
+                                   problem.bias is not None, problem.stride)
+
+
+def _best_per_example(g, group):
+    """Index of the largest g of every group present (the first on ties), in group order."""
+    order = np.lexsort((np.arange(len(g)), -g, group))
+    sorted_group = group[order]
+    first = np.ones(len(order), bool)
+    first[1:] = sorted_group[1:] != sorted_group[:-1]
+    return order[first]
+
+
+def _shard_bounds(block, grouping, n_examples):
+    """Row bounds of the shards, cut between whole examples; depends only on the data."""
+    if grouping == "whole" or n_examples < 2 * MIN_SHARD:
+        return [(0, block.n_rows)]
+    if grouping == "row":
+        starts = np.arange(block.n_rows)
+    else:   # "consecutive": an example is a run of rows with one qid
+        starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1))
+    n_shards = min(MAX_SHARDS, n_examples // MIN_SHARD)
+    cuts = starts[(np.arange(1, n_shards) * len(starts)) // n_shards]
+    edges = [0] + [int(c) for c in cuts] + [block.n_rows]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+class _WorkingSet:
+    """The planes (sparse), their offsets b, Gram matrix G, duals beta and idle counters."""
+
+    def __init__(self, n_w):
+        self.cols, self.vals = [], []
+        self.b = np.zeros(0)
+        self.G = np.zeros((0, 0))
+        self.beta = np.zeros(0)
+        self.idle = np.zeros(0, np.int64)
+        self.scratch = np.zeros(n_w)
+
+    @property
+    def size(self):
+        return len(self.cols)
+
+    def add(self, cols, vals, b):
+        self.scratch[cols] = vals
+        row = np.append(gram_row(self.scratch, self.cols, self.vals), float(np.dot(vals, vals)))
+        self.scratch[cols] = 0.0
+        m = self.size
+        G = np.empty((m + 1, m + 1))
+        G[:m, :m] = self.G
+        G[m, :] = row
+        G[:, m] = row
+        self.G = G
+        self.cols.append(cols)
+        self.vals.append(vals)
+        self.b = np.append(self.b, b)
+        self.beta = np.append(self.beta, 0.0)
+        self.idle = np.append(self.idle, 0)
+
+    def sqnorm(self):
+        """|w(beta)|^2 = beta' G beta."""
+        return float(self.beta @ self.G @ self.beta) if self.size else 0.0
+
+    def slack(self):
+        """xi_ws = max(0, max_k b_k - w . a_k) at w(beta), from the Gram matrix."""
+        if not self.size:
+            return 0.0
+        return max(0.0, float(np.max(self.b - self.G @ self.beta)))
+
+    def solve(self, tol, max_steps):
+        steps, gap = plane_qp(self.G, self.b, self.beta, 1.0, tol, max_steps)
+        self.idle = np.where(self.beta > 0, 0, self.idle + 1)
+        return steps
+
+    def drop_idle(self, inactive):
+        if inactive <= 0:
+            return
+        keep = self.idle < inactive
+        if np.all(keep):
+            return
+        idx = np.flatnonzero(keep)
+        self.cols = [self.cols[k] for k in idx]
+        self.vals = [self.vals[k] for k in idx]
+        self.b, self.beta, self.idle = self.b[idx], self.beta[idx], self.idle[idx]
+        self.G = np.ascontiguousarray(self.G[np.ix_(idx, idx)])
+
+    def w(self, n_w):
+        w = np.zeros(n_w)
+        for k in np.flatnonzero(self.beta > 0):
+            w[self.cols[k]] += self.beta[k] * self.vals[k]
+        return w
+
+
+def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
+                   on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
+                   inactive=DEFAULT_INACTIVE, threads=1):
+    """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
+    apply (the QP's steps are deterministic, over a handful of planes)."""
+    started = time.perf_counter()
+    geometry = Geometry(block.n_features, bias)
+    whole = task.problem(block, path, C, geometry)
+    n_w = whole.n_w
+    aggregated = task.aggregates_offenders
+    bounds = ([(0, block.n_rows)] if aggregated
+              else _shard_bounds(block, task.grouping, whole.n_examples))
+    if len(bounds) == 1:
+        shards = [_Shard(block, whole)]
+    else:
+        shards = [_Shard(sub, task.problem(sub, path, C, geometry))
+                  for sub in (block.rows(a, b) for a, b in bounds)]
+    use_cache = task.cache_offenders and cache_size > 0 and not aggregated
+    n_threads = max(1, min(threads, len(shards)))
+    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+    scratches = queue.SimpleQueue()
+    for _ in range(n_threads):
+        scratches.put(_Scratch(n_w))
+
+    def run(fn, args):
+        """fn over the shards, in parallel when asked; results in shard order."""
+        def with_scratch(shard):
+            s = scratches.get()
+            try:
+                return fn(shard, s, *args)
+            finally:
+                scratches.put(s)
+        if pool is None:
+            return [with_scratch(s) for s in shards]
+        return list(pool.map(with_scratch, shards))
+
+    def reduce(parts):
+        """(loss, cols, vals, b) of the whole plane from the shards' parts, added in shard order."""
+        if len(parts) == 1:
+            return parts[0]
+        loss = b = 0.0
+        dense = ws.scratch
+        for part_loss, cols, vals, part_b in parts:
+            loss += part_loss
+            b += part_b
+            dense[cols] += vals
+        cols = np.unique(np.concatenate([p[1] for p in parts])) if parts else np.zeros(0, np.int64)
+        vals = dense[cols]
+        dense[cols] = 0.0
+        keep = vals != 0.0
+        return loss, cols[keep], vals[keep], b
+
+    ws = _WorkingSet(n_w)
+    w = np.zeros(n_w)
+    D = 0.0
+    P = rel = np.inf
+    converged = False
+    records = []
+    passes = hits = 0
+    qp_fraction = QP_FRACTION
+    oracle_violation = 0.0
+    iteration = 0
+    try:
+        for iteration in range(1, max_epochs + 1):
+            wsq = ws.sqnorm()     # |w|^2 from the Gram matrix: no pass over w
+            xi_ws = ws.slack()
+            exact = False
+            plane = None
+            if use_cache and passes:
+                loss, cols, vals, b = reduce(run(_from_cache, (w, iteration)))
+                estimate = 0.5 * wsq + loss
+                if loss - xi_ws > max(epsilon * estimate, CACHE_FRACTION * oracle_violation):
+                    plane, hits = (cols, vals, b), hits + 1
+                    P_shown = estimate
+            if plane is None:
+                parts = run(_from_oracle, (task, w, iteration, use_cache, cache_size))
+                loss, cols, vals, b = reduce(parts)
+                passes += 1
+                exact = True
+                P = P_shown = 0.5 * wsq + loss
+                oracle_violation = loss - xi_ws
+                rel = relative_gap(P, D)
+            record = PlaneRecord(iteration, time.perf_counter() - started, D, P_shown,
+                                 relative_gap(P_shown, D), exact, ws.size, 0.0, passes, hits)
+            records.append(record)
+            if on_epoch is not None:
+                on_epoch(record)
+            if exact and rel <= epsilon:
+                # confirm with the certificate's own arithmetic (|w|^2 from w itself)
+                D = objective.dual(w, ws.b, ws.beta)
+                P = 0.5 * float(np.dot(w, w)) + loss
+                rel = relative_gap(P, D)
+                converged = rel <= epsilon
+            if converged or (exact and iteration == max_epochs) or interrupt.requested():
+                break
+            if loss - xi_ws > 1e-12 * max(1.0, abs(loss)) and len(cols):
+                ws.add(cols, vals, b)
+            elif exact:
+                # nothing is violated beyond the working set: only the QP's accuracy keeps the
+                # gap open; solve it tighter (give up where rounding rules)
+                qp_fraction /= 10
+                if qp_fraction < 1e-10:
+                    break
+            full = qp_every <= 1 or iteration % qp_every == 0
+            ws.solve(qp_fraction * epsilon * max(P if np.isfinite(P) else 0.0, 0.5 * wsq + xi_ws),
+                     10_000_000 if full else max(ws.size, 1))
+            ws.drop_idle(inactive)
+            w = ws.w(n_w)
+            D = float(np.dot(ws.b, ws.beta)) - 0.5 * ws.sqnorm()
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    # the certificate of the final w: P from the task's own pass (the code verify-bound runs), D
+    # with the same |w|^2
+    D = objective.dual(w, ws.b, ws.beta)
+    priced = objective.primal(task, w, geometry, C, [block], path)
+    P = priced.primal
+    return OneSlackResult(w, ws.beta.copy(), D, P, relative_gap(P, D), iteration,
+                          time.perf_counter() - started, converged, geometry, priced.examples,
+                          rounds=iteration, constraints=ws.size, records=records,
+                          oracle_passes=passes, cache_hits=hits, interrupted=interrupt.requested())
+
+
+def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size):
+    """The shard's part of the oracle plane: (loss, cols, vals, b); updates its cache."""
+    problem, block = shard.problem, shard.block
+    agg = task.aggregated_offender(w, problem, block)
+    if agg is not None:
+        loss, plane = agg
+        cols, vals = scratch.plane(problem, plane, np.ones(1))
+        return loss, cols, vals, float(plane.margin[0])
+    H, worst = task.worst_offenders(w, problem, block)
+    if worst.size != len(H):
+        # the task listed all its constraints (regression's two sides, raw constraint groups):
+        # keep each example's worst
+        worst = worst.select(np.isin(np.arange(worst.size),
+                                     _best_per_example(_gradients(problem, worst, w), worst.group)))
+    violated = H[worst.group] > 0
+    weight = np.where(violated, problem.C[worst.group], 0.0)
+    cols, vals = scratch.plane(problem, worst, weight)
+    loss = float(np.dot(problem.C, np.maximum(H, 0.0)))
+    if use_cache:
+        _remember(shard, worst.select(violated), iteration, cache_size)
+    return loss, cols, vals, float(np.dot(weight, worst.margin))
+
+
+def _from_cache(shard, scratch, w, iteration):
+    """The shard's part of the plane from its cache: each example's best cached offender."""
+    problem, cache = shard.problem, shard.cache
+    if not cache.size:
+        return 0.0, np.zeros(0, np.int64), np.zeros(0), 0.0
+    g = _gradients(problem, cache, w)
+    best = _best_per_example(g, cache.group)
+    chosen = np.zeros(cache.size, bool)
+    chosen[best[g[best] > 0]] = True
+    shard.age[chosen] = iteration                      # "most recently used"
+    weight = np.where(chosen, problem.C[cache.group], 0.0)
+    cols, vals = scratch.plane(problem, cache, weight)
+    return (float(np.dot(weight, g)), cols, vals, float(np.dot(weight, cache.margin)))
+
+
+def _remember(shard, fresh, iteration, cache_size):
+    """Add the oracle's offenders to the shard's cache: a label already cached is refreshed, and
+    each example keeps its `cache_size` most recently used."""
+    cache = Constraints.concat([shard.cache, fresh])
+    age = np.concatenate([shard.age, np.full(fresh.size, iteration, np.int64)])
+    if not cache.size:
+        return
+    # newest first within each (example, label); then within each example
+    order = np.lexsort((-age, cache.key, cache.group))
+    g, k = cache.group[order], cache.key[order]
+    new_label = np.ones(len(order), bool)
+    new_label[1:] = (g[1:] != g[:-1]) | (k[1:] != k[:-1])
+    order = order[new_label]
+    order = order[np.lexsort((-age[order], cache.group[order]))]
+    g = cache.group[order]
+    start = np.searchsorted(g, g, side="left")
+    keep = np.zeros(cache.size, bool)
+    keep[order[np.arange(len(order)) - start < cache_size]] = True
+    shard.cache = cache.select(keep)
+    shard.age = age[keep]

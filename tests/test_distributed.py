@@ -1,0 +1,250 @@
+"""Dask (svmtrain.distributed): partitions at example boundaries, verify-bound and predict equal to the
+single-process run, CoCoA+ training certified and close to the embedded model, worker loss."""
+
+import gzip
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from svmtrain import data, distributed
+from svmtrain.cli import main
+from svmtrain.model import read_model
+from svmtrain.tasks import task_class
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+A9A = DATA / "a9a.train.sample"
+CONLL = DATA / "conll2000.train.svm"
+CPUSMALL = DATA / "cpusmall_scale.train.sample"
+PENDIGITS = DATA / "pendigits_scale.train.sample"
+HEART = DATA / "heart_scale"
+
+dask_distributed = pytest.importorskip("distributed")
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, [str(a) for a in args], input=input)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """An in-process cluster of 4 one-thread workers; commands join it with --scheduler."""
+    with dask_distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
+                                       dashboard_address=":0") as c:
+        yield c
+
+
+# -- partitions ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path, grouping", [(A9A, "row"), (CONLL, "consecutive")])
+def test_partitions_cover_the_file_in_whole_examples(path, grouping, tmp_path):
+    head = tmp_path / "head"
+    head.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:1500]))
+    path = head
+    whole = data.load(str(path))
+    for size in (97, 4096, 65536):
+        spans = distributed.partitions(str(path), grouping, size=size)
+        assert spans[0][0] == 0 and sum(n for _, n in spans) == os.path.getsize(path)
+        parts = [data.load(str(path), offset=o, length=n) for o, n in spans]
+        assert all(p.n_rows for p in parts)
+        joined = data.concat_blocks(parts)
+        for name in ("indptr", "indices", "data", "target", "qid", "line"):
+            assert np.array_equal(getattr(joined, name), getattr(whole, name)), (size, name)
+        if grouping == "consecutive":     # no sentence straddles two partitions
+            for a, b in zip(parts[:-1], parts[1:]):
+                assert a.qid[-1] != b.qid[0]
+
+
+def test_partition_boundary_skips_comments_inside_a_sentence(tmp_path):
+    f = tmp_path / "seq"
+    f.write_bytes(b"1 qid:1 1:1\n2 qid:1 2:1\n# a comment\n\n1 qid:1 3:1\n2 qid:2 1:1\n1 qid:3 1:1\n")
+    for size in range(1, 60):
+        spans = distributed.partitions(str(f), "consecutive", size=size)
+        qids = [list(data.load(str(f), offset=o, length=n).qid) for o, n in spans]
+        assert sum(qids, []) == [1, 1, 1, 2, 3]
+        # the sentence is never cut at its comment
+        assert [q.count(1) for q in qids if 1 in q] == [3], (size, qids)
+
+
+def test_compressed_and_stdin_are_one_partition(tmp_path):
+    gz = tmp_path / "a.gz"
+    gz.write_bytes(gzip.compress(A9A.read_bytes()))
+    assert distributed.partitions(str(gz), "row", size=10) == [None]
+    assert distributed.partitions("-", "row", size=10) == [None]
+    assert distributed.partitions(str(A9A), "whole", size=10) == [None]
+
+
+# -- verify-bound and predict ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def a9a_model(tmp_path_factory):
+    model = tmp_path_factory.mktemp("m") / "a9a.model"
+    assert run("train", "-q", A9A, model).exit_code == 0
+    return model
+
+
+def test_verify_bound_on_dask_equals_the_single_process_figures(cluster, a9a_model, tmp_path, monkeypatch):
+    alone = run("verify-bound", "--json", a9a_model, A9A)
+    assert alone.exit_code == 0, alone.output
+    # many small partitions: the figures must not depend on the cut
+    monkeypatch.setattr(distributed, "PARTITION_BYTES", 5000)
+    on_dask = run("verify-bound", "--json", "--scheduler", cluster.scheduler_address, a9a_model, A9A)
+    assert on_dask.exit_code == 0, on_dask.output
+    assert on_dask.stdout == alone.stdout
+    gz = tmp_path / "a9a.gz"
+    gz.write_bytes(gzip.compress(A9A.read_bytes()))
+    assert run("verify-bound", "--json", "--scheduler", cluster.scheduler_address, a9a_model,
+               gz).stdout == alone.stdout
+
+
+def test_verify_bound_sequence_partitions(cluster, tmp_path, monkeypatch):
+    train = tmp_path / "conll"
+    lines = CONLL.read_bytes().splitlines(keepends=True)[:3000]
+    train.write_bytes(b"".join(lines))
+    model = tmp_path / "conll.model"
+    assert run("train", "-q", "-t", "sequence", "-e", "0.1", train, model).exit_code == 0
+    alone = run("verify-bound", "--json", model, train)
+    monkeypatch.setattr(distributed, "PARTITION_BYTES", 3000)
+    on_dask = run("verify-bound", "--json", "--scheduler", cluster.scheduler_address, model, train)
+    assert on_dask.exit_code == alone.exit_code and on_dask.stdout == alone.stdout
+
+
+def test_predict_on_dask_writes_the_same_lines_in_file_order(cluster, a9a_model, tmp_path, monkeypatch):
+    out1, out2 = tmp_path / "p1", tmp_path / "p2"
+    alone = run("predict", "--scores", A9A, a9a_model, out1)
+    monkeypatch.setattr(distributed, "PARTITION_BYTES", 7000)
+    on_dask = run("predict", "--scores", "--scheduler", cluster.scheduler_address, A9A, a9a_model, out2)
+    assert on_dask.exit_code == 0, on_dask.output
+    assert out1.read_bytes() == out2.read_bytes()
+    assert on_dask.stderr == alone.stderr          # Accuracy = ...
+
+
+def test_local_cluster_of_worker_processes(a9a_model):
+    """--workers 2 starts real worker processes."""
+    alone = run("verify-bound", "--json", a9a_model, A9A)
+    on_dask = run("verify-bound", "--json", "--workers", "2", a9a_model, A9A)
+    assert on_dask.exit_code == 0, on_dask.output
+    assert on_dask.stdout == alone.stdout
+
+
+# -- training (CoCoA+) -----------------------------------------------------------------------------
+
+def _train_on(cluster_address, path, task, n_partitions, **kw):
+    s = distributed.Session(None, cluster_address)
+    try:
+        options = {"p": 0.1, "loss": None, "rescaling": "margin"}
+        args = dict(zero_based=False, options=options, C=1.0, bias=None, epsilon=1e-2,
+                    max_epochs=3000, seed=3, partitions_count=n_partitions)
+        args.update(kw)
+        return distributed.train_cocoa(s, task_class(task), str(path), **args)
+    finally:
+        s.close()
+
+
+# CoCoA+'s safe sigma' = K makes rounds grow faster than K on these small, hard problems (an
+# independent numpy CoCoA+ on heart_scale needs 16 / 44 / 152 rounds for K = 1 / 2 / 4 at 1e-2):
+# the tolerances keep the test quick
+@pytest.mark.parametrize("path, task, lines, eps, counts", [
+    (HEART, "binary", None, 0.02, (1, 2, 4)), (CPUSMALL, "regression", None, 0.01, (1, 2, 4)),
+    (PENDIGITS, "multiclass", 150, 0.05, (1, 2))])
+def test_cocoa_is_certified_and_close_to_the_embedded_model(cluster, path, task, lines, eps, counts,
+                                                           tmp_path):
+    if lines:
+        head = tmp_path / "head"
+        head.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:lines]))
+        path = head
+    embedded = tmp_path / "embedded.model"
+    args = ["-t", task, "-e", str(eps), "--seed", "3"]
+    assert run("train", "-q", *args, path, embedded).exit_code == 0
+    e = read_model(embedded)
+    w_e = np.asarray(e.w, float).ravel()
+    for k in counts:
+        t, r = _train_on(cluster.scheduler_address, path, task, k, epsilon=eps)
+        assert r.partitions == k and r.converged and r.relative_gap <= eps
+        # weak duality across the two runs: each dual is below the other's primal
+        assert r.dual <= e.primal and e.dual <= r.primal
+        # 1/2 |w - w*|^2 <= P(w) - OPT (strong convexity): the two models are close
+        w_d = np.asarray(t.model_weights(r.w, r.geometry), float).ravel()
+        bound = np.sqrt(2 * (r.primal - r.dual)) + np.sqrt(2 * (e.primal - e.dual))
+        assert np.linalg.norm(w_d - w_e) <= bound
+
+
+def test_cocoa_model_verifies_bit_for_bit_and_repeats(cluster, tmp_path):
+    model, again = tmp_path / "d.model", tmp_path / "d2.model"
+    for m in (model, again):
+        r = run("train", "-e", "0.05", "--scheduler", cluster.scheduler_address, HEART, m)
+        assert r.exit_code == 0, r.output
+        assert "CoCoA+, 4 partitions" in r.stderr
+    assert model.read_bytes() == again.read_bytes()      # same seed, same cluster: same model
+    v = run("verify-bound", "--json", model, HEART)
+    assert v.exit_code == 0
+    import json
+    assert json.loads(v.stdout)["primal"] == read_model(model).primal
+
+
+def test_dask_options_are_checked_before_the_data(cluster, tmp_path):
+    r = run("train", "--workers", "2", "--scheduler", cluster.scheduler_address, A9A, tmp_path / "m")
+    assert r.exit_code == 2 and "not both" in r.output
+    r = run("train", "-t", "sequence", "--workers", "2", CONLL, tmp_path / "m")
+    assert r.exit_code == 2 and "binary, regression and multiclass" in r.output
+    r = run("train", "-m", "online-dual", "--workers", "2", A9A, tmp_path / "m")
+    assert r.exit_code == 2 and "n-slack" in r.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_without_dask_the_flags_say_how_to_get_it(monkeypatch, a9a_model, tmp_path):
+    monkeypatch.setitem(sys.modules, "distributed", None)     # import distributed -> ImportError
+    for args in (["train", "--workers", "2", A9A, tmp_path / "m"],
+                 ["verify-bound", "--workers", "2", a9a_model, A9A],
+                 ["predict", "--scheduler", "tcp://127.0.0.1:1", A9A, a9a_model, tmp_path / "p"]):
+        r = run(*args)
+        assert r.exit_code == 2 and "pip install 'svmtrain[dask]'" in r.output, r.output
+    assert not (tmp_path / "m").exists() and not (tmp_path / "p").exists()
+    # and the embedded default never imports it
+    assert run("verify-bound", a9a_model, A9A).exit_code == 0
+
+
+def test_a_worker_killed_mid_training_does_not_lose_the_run():
+    """Dask recomputes the lost partitions and rounds from their lineage (every task is
+    deterministic: seeds per partition and round), so the run ends with the very same model."""
+    with dask_distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0") as c:
+        with dask_distributed.Client(c) as client:
+            pids = list(client.run(os.getpid).values())
+        _, reference = _train_on(c.scheduler_address, HEART, "binary", 2, max_epochs=12, epsilon=1e-6)
+        killed = []
+
+        def kill_one(record):
+            if record.epoch == 6 and not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        _, r = _train_on(c.scheduler_address, HEART, "binary", 2, max_epochs=12, epsilon=1e-6,
+                         on_epoch=kill_one)
+        assert killed
+        assert np.array_equal(r.w, reference.w) and r.dual == reference.dual
+
+
+def test_bad_input_on_dask_names_the_file_and_line(cluster, a9a_model, tmp_path, monkeypatch):
+    lines = A9A.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"".join(lines[:1500] + [b"+1 3:1 2:oops\n"] + lines[1500:]))
+    monkeypatch.setattr(distributed, "PARTITION_BYTES", 20000)
+    for args in (["verify-bound", a9a_model, bad], ["predict", bad, a9a_model, tmp_path / "p"],
+                 ["train", bad, tmp_path / "m"]):
+        r = run(args[0], "--scheduler", cluster.scheduler_address, *args[1:])
+        assert r.exit_code == 2 and f"{bad}:1501:" in r.output, r.output
+    assert not (tmp_path / "p").exists() and not (tmp_path / "m").exists()
+
+
+def test_standard_input_is_read_by_the_client(cluster, a9a_model, tmp_path):
+    alone = run("verify-bound", "--json", a9a_model, "-", input=A9A.read_bytes())
+    on_dask = run("verify-bound", "--json", "--scheduler", cluster.scheduler_address, a9a_model, "-",
+                  input=A9A.read_bytes())
+    assert on_dask.exit_code == 0 and on_dask.stdout == alone.stdout
+    r = run("train", "--scheduler", cluster.scheduler_address, "-", tmp_path / "m", input=A9A.read_bytes())
+    assert r.exit_code == 2 and "standard input" in r.output
