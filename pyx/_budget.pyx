@@ -36,19 +36,32 @@ g(h) = s kappa^((1-h)^2) + (1-s) kappa^(h^2), s = beta_m / (beta_m + beta_j) (th
 prints m = beta / (beta + beta_min), the two weights swapped for its z = h x_min + (1-h) x).
 Golden-section search on [0, 1] to the given precision, plus both ends (g can be bimodal when
 kappa is small). O(B) kernel evaluations per merge: one sparse dot per candidate.
+
+The precomputed search (Glasmachers & Qaadan 2018, the default): h* and the normalised degradation
+W(s, kappa) = WD / (beta_m + beta_j)^2 = s^2 + (1-s)^2 + 2 s (1-s) kappa - g(h*)^2 depend on s and
+kappa only, so both are tabulated once on a grid over [0, 1]^2 (each node searched finely). A
+candidate then costs one bilinear interpolation of W instead of ~20 exponentials; W is continuous,
+h* is not (it jumps between the two modes of g), so the chosen pair's h is the best, by exact g, of
+the interpolated h and the h of the four grid nodes around (s, kappa) (and the ends), and its
+coefficient and degradation are the exact closed forms for that h.
 """
 
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport INFINITY, exp, fabs
+from libc.math cimport INFINITY, exp, fabs, log
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memset
 
 from _sparse cimport rand_below
 
 cnp.import_array()
 
 cdef double GOLDEN = 0.6180339887498949   # (sqrt(5) - 1) / 2
+# The SVs are also kept as dense rows when capacity x columns is at most this many doubles (16 MB):
+# a kernel row then loops over the example's few non-zeros, not over the SVs' (merged SVs fill in:
+# the union of both supports), and needs no scatter.
+cdef int64_t DENSE_LIMIT = 1 << 21
 
 
 cdef struct Store:
@@ -66,6 +79,13 @@ cdef struct Store:
     int64_t n_cols
     double gamma
     double* work           # n_cols, all zero between calls: one row scattered at a time
+    double* dense          # cap_sv rows of n_cols: SV j densely at j * n_cols, or NULL (too large)
+    # the kernel row of the last example whose margin was computed, against SVs 0 .. n_sv-1 then:
+    # gamma ||x - x~_j||^2 and k(x, x~_j). row_of is the slot that example's new SV took, or -1:
+    # a merge whose smallest SV is that one reads its candidates' kernel values from here.
+    double* row_gd2
+    double* row_kappa
+    int64_t row_of
 
 
 cdef int reserve(Store* s, int64_t extra) noexcept nogil:
@@ -118,6 +138,29 @@ cdef inline double sv_dot(Store* s, int64_t j) noexcept nogil:
     return d
 
 
+cdef inline void dense_write(Store* s, int64_t j) noexcept nogil:
+    """Row j of the dense mirror from SV j's pool row."""
+    if s.dense == NULL:
+        return
+    cdef double* row = s.dense + j * s.n_cols
+    cdef int64_t p
+    memset(row, 0, s.n_cols * sizeof(double))
+    for p in range(s.start[j], s.start[j] + s.length[j]):
+        row[s.pool_ind[p]] = s.pool_val[p]
+
+
+cdef inline double dense_dot(Store* s, int64_t j, const int64_t* ind, const double* val,
+                             int64_t a, int64_t b) noexcept nogil:
+    """x~_j . x for the row x = ind/val[a:b] (s.dense set)."""
+    cdef const double* row = s.dense + j * s.n_cols
+    cdef double d = 0.0
+    cdef int64_t p
+    for p in range(a, b):
+        if ind[p] < s.n_cols:
+            d += val[p] * row[ind[p]]
+    return d
+
+
 cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept nogil:
     cdef double d2 = sqn_a + sqn_b - 2.0 * dot
     return d2 if d2 > 0.0 else 0.0
@@ -126,12 +169,21 @@ cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept 
 cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b,
                          double sqn) noexcept nogil:
     """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn."""
-    cdef double f = 0.0
+    cdef double f = 0.0, gd2, kappa
     cdef int64_t j
-    scatter(s, ind, val, a, b)
+    s.row_of = -1
+    if s.dense == NULL:
+        scatter(s, ind, val, a, b)
     for j in range(s.n_sv):
-        f += s.beta[j] * exp(-s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j)))
-    unscatter(s, ind, a, b)
+        if s.dense != NULL:
+            gd2 = s.gamma * sq_distance(sqn, s.sqnorm[j], dense_dot(s, j, ind, val, a, b))
+        else:
+            gd2 = s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j))
+        kappa = exp(-gd2)
+        s.row_gd2[j], s.row_kappa[j] = gd2, kappa
+        f += s.beta[j] * kappa
+    if s.dense == NULL:
+        unscatter(s, ind, a, b)
     return f
 
 
@@ -150,6 +202,8 @@ cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int6
     s.start[j], s.length[j] = s.used, q - s.used
     s.used = q
     s.beta[j], s.sqnorm[j], s.owner[j] = beta, sqn, owner
+    s.row_of = -1
+    dense_write(s, j)
     s.n_sv += 1
     return 0
 
@@ -157,11 +211,14 @@ cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int6
 cdef void remove_sv(Store* s, int64_t j, int64_t* slot_of) noexcept nogil:
     """Drop SV j; the last SV takes its slot (its pool row stays where it is)."""
     cdef int64_t last = s.n_sv - 1
+    s.row_of = -1   # slots move
     if s.owner[j] >= 0 and slot_of != NULL:
         slot_of[s.owner[j]] = -1
     if j != last:
         s.beta[j], s.sqnorm[j] = s.beta[last], s.sqnorm[last]
         s.start[j], s.length[j], s.owner[j] = s.start[last], s.length[last], s.owner[last]
+        if s.dense != NULL:
+            memcpy(s.dense + j * s.n_cols, s.dense + last * s.n_cols, s.n_cols * sizeof(double))
         if s.owner[j] >= 0 and slot_of != NULL:
             slot_of[s.owner[j]] = j
     s.n_sv = last
@@ -201,13 +258,131 @@ cdef double golden_h(double share, double gd2, double kappa, double precision, d
     return h
 
 
+# The merge table: MERGE_GRID x MERGE_GRID nodes, node (a, b) at s = a / (MERGE_GRID - 1),
+# kappa = b / (MERGE_GRID - 1); row-major in s. Built once (ensure_merge_table) before any loop reads it.
+DEF MERGE_GRID = 201
+cdef double MERGE_H[MERGE_GRID * MERGE_GRID]
+cdef double MERGE_W[MERGE_GRID * MERGE_GRID]
+cdef bint merge_table_ready = False
+
+
+cdef double best_h_fine(double share, double kappa, double* gain) noexcept nogil:
+    """argmax of g over [0, 1] for the table: a scan of 65 points finds the right mode (g can be
+    bimodal), golden-section search to 1e-9 inside the scan cell around the best point, the ends."""
+    if kappa <= 0.0:   # g(0) = 1 - s, g(1) = s, g = 0 elsewhere
+        gain[0] = share if share >= 0.5 else 1.0 - share
+        return 1.0 if share >= 0.5 else 0.0
+    if kappa >= 1.0:   # g = 1 everywhere; h* -> s as kappa -> 1
+        gain[0] = 1.0
+        return share
+    cdef double gd2 = -log(kappa), h, g, best = -1.0, best_h = 0.0
+    cdef int k
+    for k in range(65):
+        h = k / 64.0
+        g = merge_gain(share, gd2, h)
+        if g > best:
+            best, best_h = g, h
+    cdef double lo = best_h - 1.0 / 64.0, hi = best_h + 1.0 / 64.0
+    lo = 0.0 if lo < 0.0 else lo
+    hi = 1.0 if hi > 1.0 else hi
+    cdef double c = hi - GOLDEN * (hi - lo), d = lo + GOLDEN * (hi - lo)
+    cdef double fc = merge_gain(share, gd2, c), fd = merge_gain(share, gd2, d)
+    while hi - lo > 1e-9:
+        if fc >= fd:
+            hi, d, fd = d, c, fc
+            c = hi - GOLDEN * (hi - lo)
+            fc = merge_gain(share, gd2, c)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + GOLDEN * (hi - lo)
+            fd = merge_gain(share, gd2, d)
+    if fc > best:
+        best, best_h = fc, c
+    if fd > best:
+        best, best_h = fd, d
+    gain[0] = best
+    return best_h
+
+
+def ensure_merge_table():
+    """Fill the merge table (about 40,000 fine searches, tens of milliseconds), once."""
+    global merge_table_ready
+    if merge_table_ready:
+        return
+    cdef int a, b
+    cdef double share, kappa, gain, h
+    with nogil:
+        for a in range(MERGE_GRID):
+            share = a / (MERGE_GRID - 1.0)
+            for b in range(MERGE_GRID):
+                kappa = b / (MERGE_GRID - 1.0)
+                h = best_h_fine(share, kappa, &gain)
+                MERGE_H[a * MERGE_GRID + b] = h
+                MERGE_W[a * MERGE_GRID + b] = (share * share + (1.0 - share) * (1.0 - share)
+                                               + 2.0 * share * (1.0 - share) * kappa - gain * gain)
+    merge_table_ready = True
+
+
+cdef inline void table_cell(double share, double kappa, int* a, int* b, double* fa, double* fb) noexcept nogil:
+    """The grid cell holding (s, kappa), both clamped to [0, 1], and the position inside it."""
+    cdef double x = share * (MERGE_GRID - 1), y = kappa * (MERGE_GRID - 1)
+    x = 0.0 if x < 0.0 else (MERGE_GRID - 1.0 if x > MERGE_GRID - 1.0 else x)
+    y = 0.0 if y < 0.0 else (MERGE_GRID - 1.0 if y > MERGE_GRID - 1.0 else y)
+    a[0], b[0] = <int> x, <int> y
+    if a[0] > MERGE_GRID - 2:
+        a[0] = MERGE_GRID - 2
+    if b[0] > MERGE_GRID - 2:
+        b[0] = MERGE_GRID - 2
+    fa[0], fb[0] = x - a[0], y - b[0]
+
+
+cdef inline double bilinear(const double* t, int a, int b, double fa, double fb) noexcept nogil:
+    cdef int k = a * MERGE_GRID + b
+    return ((1.0 - fa) * ((1.0 - fb) * t[k] + fb * t[k + 1])
+            + fa * ((1.0 - fb) * t[k + MERGE_GRID] + fb * t[k + MERGE_GRID + 1]))
+
+
+cdef inline double table_degradation(double share, double kappa) noexcept nogil:
+    """W(s, kappa) interpolated: the degradation over (beta_m + beta_j)^2 at the best h."""
+    cdef int a, b
+    cdef double fa, fb
+    table_cell(share, kappa, &a, &b, &fa, &fb)
+    return bilinear(MERGE_W, a, b, fa, fb)
+
+
+cdef double table_h(double share, double gd2, double kappa, double* gain) noexcept nogil:
+    """h for a chosen pair: the best, by exact g, of the interpolated h*, the h* of the cell's four
+    nodes and the two ends of [0, 1]."""
+    cdef int a, b, k
+    cdef double fa, fb, h, g, best_h, best
+    table_cell(share, kappa, &a, &b, &fa, &fb)
+    best_h = bilinear(MERGE_H, a, b, fa, fb)
+    best = merge_gain(share, gd2, best_h)
+    cdef int[4] nodes = [a * MERGE_GRID + b, a * MERGE_GRID + b + 1,
+                       (a + 1) * MERGE_GRID + b, (a + 1) * MERGE_GRID + b + 1]
+    for k in range(4):
+        h = MERGE_H[nodes[k]]
+        g = merge_gain(share, gd2, h)
+        if g > best:
+            best, best_h = g, h
+    g = share * kappa + (1.0 - share)
+    if g > best:
+        best, best_h = g, 0.0
+    g = share + (1.0 - share) * kappa
+    if g > best:
+        best, best_h = g, 1.0
+    gain[0] = best
+    return best_h
+
+
 cdef struct MergeChoice:
     int64_t m, partner     # partner -1: no SV of the same sign (m is then simply removed)
     double h, beta_z, degradation
 
 
-cdef MergeChoice choose_merge(Store* s, double precision) noexcept nogil:
-    """Alg. 1's choice: the SV with the smallest |beta|, its best same-sign partner and h."""
+cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept nogil:
+    """Alg. 1's choice: the SV with the smallest |beta|, its best same-sign partner and h. table:
+    candidates are ranked by the tabulated degradation, h is searched for the chosen one only."""
     cdef MergeChoice best
     cdef int64_t j, m = 0
     for j in range(1, s.n_sv):
@@ -215,14 +390,30 @@ cdef MergeChoice choose_merge(Store* s, double precision) noexcept nogil:
             m = j
     best.m, best.partner, best.h = m, -1, 1.0
     best.beta_z, best.degradation = 0.0, s.beta[m] * s.beta[m]
-    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd
-    scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot, best_gd2 = 0.0, best_kappa = 0.0
+    # the smallest SV is often the example just added: its kernel row came with its margin
+    cdef bint cached = m == s.row_of
+    if s.dense == NULL and not cached:
+        scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
     for j in range(s.n_sv):
         bj = s.beta[j]
         if j == m or not (bj * bm > 0.0):
             continue
-        gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], sv_dot(s, j))
-        kappa = exp(-gd2)
+        if cached:
+            gd2, kappa = s.row_gd2[j], s.row_kappa[j]
+        else:
+            if s.dense != NULL:
+                dot = dense_dot(s, j, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+            else:
+                dot = sv_dot(s, j)
+            gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], dot)
+            kappa = exp(-gd2)
+        if table:
+            wd = (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), kappa)
+            if best.partner < 0 or wd < best.degradation:
+                best.partner, best.degradation = j, wd
+                best_gd2, best_kappa = gd2, kappa
+            continue
         h = golden_h(bm / (bm + bj), gd2, kappa, precision, &gain)
         bz = (bm + bj) * gain
         wd = bm * bm + bj * bj + 2.0 * bm * bj * kappa - bz * bz
@@ -230,13 +421,20 @@ cdef MergeChoice choose_merge(Store* s, double precision) noexcept nogil:
             wd = 0.0   # rounding: the true degradation is >= 0
         if best.partner < 0 or wd < best.degradation:
             best.partner, best.h, best.beta_z, best.degradation = j, h, bz, wd
-    unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
+    if s.dense == NULL and not cached:
+        unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
+    if table and best.partner >= 0:   # the exact h search, coefficient and degradation of the pair
+        bj = s.beta[best.partner]
+        best.h = table_h(bm / (bm + bj), best_gd2, best_kappa, &gain)
+        best.beta_z = (bm + bj) * gain
+        wd = bm * bm + bj * bj + 2.0 * bm * bj * best_kappa - best.beta_z * best.beta_z
+        best.degradation = wd if wd > 0.0 else 0.0
     return best
 
 
-cdef int merge(Store* s, double precision, int64_t* slot_of, double* degradation) noexcept nogil:
+cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double* degradation) noexcept nogil:
     """Replace two SVs by one (Alg. 1). Returns -1 when memory runs out."""
-    cdef MergeChoice c = choose_merge(s, precision)
+    cdef MergeChoice c = choose_merge(s, precision, table)
     degradation[0] += c.degradation
     if c.partner < 0:
         remove_sv(s, c.m, slot_of)
@@ -275,6 +473,7 @@ cdef int merge(Store* s, double precision, int64_t* slot_of, double* degradation
     cdef int64_t z = s.n_sv
     s.start[z], s.length[z] = z_start, z_length
     s.beta[z], s.sqnorm[z], s.owner[z] = c.beta_z, sqn, -1
+    dense_write(s, z)
     s.n_sv += 1
     return 0
 
@@ -294,10 +493,18 @@ cdef class Expansion:
         self.s.length = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.owner = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.work = <double*> calloc(n_cols + 1, sizeof(double))
+        self.s.row_gd2 = <double*> malloc(capacity * sizeof(double))
+        self.s.row_kappa = <double*> malloc(capacity * sizeof(double))
+        self.s.row_of = -1
         self.s.used, self.s.cap = 0, 0
-        self.s.pool_ind, self.s.pool_val = NULL, NULL
+        self.s.pool_ind, self.s.pool_val, self.s.dense = NULL, NULL, NULL
+        if 0 < n_cols and capacity * n_cols <= DENSE_LIMIT:
+            self.s.dense = <double*> malloc(capacity * n_cols * sizeof(double))
+            if self.s.dense == NULL:
+                raise MemoryError()
         if (self.s.beta == NULL or self.s.sqnorm == NULL or self.s.start == NULL
                 or self.s.length == NULL or self.s.owner == NULL or self.s.work == NULL
+                or self.s.row_gd2 == NULL or self.s.row_kappa == NULL
                 or reserve(&self.s, 1024) != 0):
             raise MemoryError()
 
@@ -308,6 +515,9 @@ cdef class Expansion:
         free(self.s.length)
         free(self.s.owner)
         free(self.s.work)
+        free(self.s.row_gd2)
+        free(self.s.row_kappa)
+        free(self.s.dense)
         free(self.s.pool_ind)
         free(self.s.pool_val)
 
@@ -400,14 +610,16 @@ cdef class Expansion:
                 total += self.s.beta[j] * (self.s.beta[j] + 2.0 * row)
         return total
 
-    def merge_once(self, double precision):
+    def merge_once(self, double precision, bint table=False):
         """One budget-maintenance step (for tests): (m, partner, h, beta_z, degradation) of the
-        choice, slots as before the merge, then applied."""
+        choice, slots as before the merge, then applied. table: the precomputed search."""
         if self.s.n_sv < 2:
             raise ValueError("nothing to merge")
-        cdef MergeChoice c = choose_merge(&self.s, precision)
+        if table:
+            ensure_merge_table()
+        cdef MergeChoice c = choose_merge(&self.s, precision, table)
         cdef double wd = 0.0
-        if merge(&self.s, precision, NULL, &wd) != 0:
+        if merge(&self.s, precision, table, NULL, &wd) != 0:
             raise MemoryError()
         return c.m, c.partner, c.h, c.beta_z, c.degradation
 
@@ -441,6 +653,15 @@ def merge_gain_at(double share, double gd2, double h):
     return merge_gain(share, gd2, h)
 
 
+def table_search(double share, double gd2):
+    """(h, g(h), W) as the precomputed search finds them for one pair (for tests): W is the
+    interpolated normalised degradation the candidates are ranked by."""
+    ensure_merge_table()
+    cdef double gain, kappa = exp(-gd2)
+    cdef double h = table_h(share, gd2, kappa, &gain)
+    return h, gain, table_degradation(share, kappa)
+
+
 def golden_search(double share, double gd2, double precision):
     """(h, g(h)) as the merge finds them (for tests)."""
     cdef double gain
@@ -464,8 +685,10 @@ cdef int64_t STATUS_OK = 0, STATUS_NOMEM = -1
 def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,
                const double[::1] data, const double[::1] sqnorm, const double[::1] y,
                const double[::1] cost, double[::1] alpha, int64_t[::1] slot_of, int64_t[::1] perm,
-               uint64_t[::1] rng, int64_t budget, double precision, bint regression, double p):
-    """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps)."""
+               uint64_t[::1] rng, int64_t budget, double precision, bint regression, double p,
+               bint merge_table=True):
+    """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps).
+    merge_table: the precomputed merge search, else golden-section search to `precision`."""
     cdef int64_t n = indptr.shape[0] - 1
     _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, alpha, slot_of, perm, rng, budget, precision)
     cdef Store* s = &e.s
@@ -503,8 +726,9 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 status = STATUS_NOMEM
                 break
             slot_of[i] = s.n_sv - 1
+            s.row_of = s.n_sv - 1   # the kernel row of this margin is x_i's against the others
             if s.n_sv > budget:
-                if merge(s, precision, &slot_of[0], &degradation) != 0:
+                if merge(s, precision, merge_table, &slot_of[0], &degradation) != 0:
                     status = STATUS_NOMEM
                     break
                 merges += 1
@@ -517,7 +741,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                const double[::1] data, const double[::1] sqnorm, const double[::1] y,
                const double[::1] cost, double[::1] count, int64_t[::1] slot_of, int64_t[::1] perm,
                uint64_t[::1] rng, int64_t[::1] clock, int64_t budget, double precision,
-               bint regression, double p):
+               bint regression, double p, bint merge_table=True):
     """One BSGD epoch. The store holds S = sum of n C_i y_i phi(x_i) over violations, the model is
     S / (steps so far); clock[0] counts the steps. count[i] += 1 (regression: the sign) per
     violation of i. Returns (merges, weight degradation of S, violations)."""
@@ -561,8 +785,10 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 status = STATUS_NOMEM
                 break
             slot_of[i] = s.n_sv - 1
+            if clock[0] >= 2:   # the kernel row of this margin is x_i's against the others
+                s.row_of = s.n_sv - 1
             if s.n_sv > budget:
-                if merge(s, precision, &slot_of[0], &degradation) != 0:
+                if merge(s, precision, merge_table, &slot_of[0], &degradation) != 0:
                     status = STATUS_NOMEM
                     break
                 merges += 1
@@ -585,6 +811,7 @@ cdef _check_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] ind
         raise ValueError("the budget must be below the expansion's capacity")
     if not 0 < precision < 1:
         raise ValueError("merge precision must be in (0, 1)")
+    ensure_merge_table()   # cheap once built; the loops may read it
     cdef int64_t i
     for i in range(indptr[n]):
         if indices[i] >= e.s.n_cols:

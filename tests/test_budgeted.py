@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from svmtrain import data
-from svmtrain._budget import Expansion, golden_search, merge_gain_at
+from svmtrain._budget import Expansion, golden_search, merge_gain_at, table_search
 from svmtrain.cli import main
 from svmtrain.model import format_model, parse_model, read_model
 from svmtrain.solvers.budgeted import train_budgeted
@@ -178,6 +178,89 @@ def test_merge_chooses_the_partner_of_least_degradation():
             assert degradation == pytest.approx(best, rel=1e-4, abs=1e-9)
 
 
+def test_merge_table_against_the_exact_search():
+    """The precomputed search (the default): over random (s, kappa), the degradation of the h it
+    returns (exact g at that h) is the fine-grid optimum's to 1e-5 (normalised by (beta_m +
+    beta_j)^2), and the interpolated degradation the candidates are ranked by is within 2e-4."""
+    rng = np.random.default_rng(5)
+    hs = np.linspace(0.0, 1.0, 20001)
+    for k in range(600):
+        share = rng.uniform(0.0, 1.0)
+        # kappa over (0, 1], some nearly 0 (far points) and nearly 1 (close points)
+        kappa = (1e-6, 1.0 - 1e-7, rng.uniform(1e-4, 1.0))[k % 3] if k < 30 else rng.uniform(1e-4, 1.0)
+        gd2 = -np.log(kappa)
+        g = share * np.exp(-gd2 * (1 - hs) ** 2) + (1 - share) * np.exp(-gd2 * hs ** 2)
+        base = share ** 2 + (1 - share) ** 2 + 2 * share * (1 - share) * kappa
+        best = base - g.max() ** 2
+        h, gain, interpolated = table_search(share, gd2)
+        assert 0.0 <= h <= 1.0 and gain == pytest.approx(merge_gain_at(share, gd2, h), rel=1e-12)
+        assert base - gain ** 2 <= best + 1e-5
+        assert abs(interpolated - best) <= 2e-4
+
+
+def test_table_merge_is_close_to_the_golden_merge():
+    """Whole merges with the table: the same SV to merge, a degradation that is the direct norm of
+    the merged model's error, and within 1e-4 (relative to (beta_m + beta_j)^2) of the best over all
+    partners and a fine grid of h."""
+    rng = np.random.default_rng(11)
+    for gamma in (0.3, 1.0, 4.0):
+        for _ in range(15):
+            n = 10
+            X = rng.normal(size=(n, 3))
+            beta = rng.uniform(0.2, 2.0, n) * rng.choice([-1.0, 1.0], n)
+            args = (3, gamma, beta, np.arange(0, 3 * n + 1, 3), np.tile([0, 1, 2], n), X.ravel())
+            e = Expansion.from_arrays(*args, capacity=n)
+            m, partner, h, beta_z, degradation = e.merge_once(0.01, table=True)
+            assert m == int(np.argmin(np.abs(beta)))
+            if partner < 0:
+                continue
+            z = h * X[m] + (1 - h) * X[partner]
+            k = lambda u, v: np.exp(-gamma * np.sum((u - v) ** 2))  # noqa: E731
+            bm, bp = beta[m], beta[partner]
+            direct = (bm * bm + bp * bp + beta_z * beta_z + 2 * bm * bp * k(X[m], X[partner])
+                      - 2 * beta_z * (bm * k(X[m], z) + bp * k(X[partner], z)))
+            assert degradation == pytest.approx(direct, rel=1e-9, abs=1e-12)
+            hs = np.linspace(0, 1, 4001)
+            best = np.inf
+            for j in range(n):
+                if j == m or beta[j] * bm <= 0:
+                    continue
+                Z = hs[:, None] * X[m] + (1 - hs[:, None]) * X[j]
+                km = np.exp(-gamma * ((Z - X[m]) ** 2).sum(1))
+                kj = np.exp(-gamma * ((Z - X[j]) ** 2).sum(1))
+                wd = bm ** 2 + beta[j] ** 2 + 2 * bm * beta[j] * k(X[m], X[j]) - (bm * km + beta[j] * kj) ** 2
+                best = min(best, wd.min())
+            assert degradation <= best + 1e-4 * (bm + bp) ** 2
+
+
+def test_merge_searches_train_alike(heart100):
+    """--merge-search table and golden: both merge, both end near each other (a different search
+    is a different run, not the same bits)."""
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    results = [train_budgeted(task, block, str(heart100), C=1.0, gamma=0.2, budget=10, epochs=5,
+                              merge_search=search) for search in ("table", "golden")]
+    assert all(r.merges > 0 for r in results)
+    assert results[0].dual == pytest.approx(results[1].dual, rel=0.05)
+    with pytest.raises(ValueError, match="merge search"):
+        train_budgeted(task, block, str(heart100), C=1.0, gamma=0.2, budget=10, epochs=1,
+                       merge_search="exact")
+
+
+def test_merge_search_option(tmp_path):
+    models = {}
+    for search in ("table", "golden"):
+        models[search] = tmp_path / search
+        r = run("train", "-q", "-m", "budgeted", "-g", "0.2", "--budget", "10", "--epochs", "2",
+                "--merge-search", search, HEART, models[search])
+        assert r.exit_code == 0, r.output
+        assert len(read_model(models[search]).support_vectors[0][0]) == 10
+    default = tmp_path / "default"
+    assert run("train", "-q", "-m", "budgeted", "-g", "0.2", "--budget", "10", "--epochs", "2",
+               HEART, default).exit_code == 0
+    assert default.read_bytes() == models["table"].read_bytes()
+
+
 def test_training_is_deterministic(tmp_path):
     paths = [tmp_path / f"m{k}" for k in range(3)]
     for path, seed in zip(paths, (7, 7, 8)):
@@ -281,6 +364,7 @@ BAD_OPTIONS = [
     (["-t", "ranking"], "--task"),
     (["--gamma", "-1"], "gamma"),
     (["--merge-precision", "0.7"], "merge precision"),
+    (["--merge-search", "exact"], "--merge-search"),
     (["--budget", "0"], "--budget"),
     (["--epochs", "0"], "--epochs"),
     (["--format", "liblinear"], "--format"),
@@ -296,7 +380,8 @@ def test_bad_options_exit_2(tmp_path, args, fragment):
 
 
 @pytest.mark.parametrize("flag", [["--budget", "10"], ["--epochs", "2"], ["--optimizer", "sgd"],
-                                  ["-g", "1"], ["--validation", str(HEART)]])
+                                  ["-g", "1"], ["--validation", str(HEART)],
+                                  ["--merge-search", "golden"]])
 def test_budgeted_options_need_the_mode(tmp_path, flag):
     r = run("train", *flag, HEART, tmp_path / "m")
     assert r.exit_code == 2 and "--mode budgeted" in r.output
@@ -351,3 +436,23 @@ def test_bad_model_files_exit_2(tmp_path, good_model, name, edit, fragment):
         assert r.exit_code == 2, (name, r.output)
         assert f"{bad}:" in r.output and fragment in r.output, (name, r.output)
     assert not out.exists()
+
+
+def test_dense_and_sparse_support_vector_rows_agree():
+    """Small inputs keep the SVs also as dense rows (a kernel row loops over the example's
+    non-zeros); wide ones do not. Both must give the same decision values and the same merges."""
+    rng = np.random.default_rng(2)
+    n, d = 12, 6
+    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.6)
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices = np.nonzero(X)[1].astype(np.int64)
+    values = X[X != 0]
+    beta = rng.uniform(0.2, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    narrow = Expansion.from_arrays(d, 0.5, beta, indptr, indices, values)
+    wide = Expansion.from_arrays(10 ** 6, 0.5, beta, indptr, indices, values)   # beyond the dense limit
+    for step in range(6):
+        assert np.allclose(narrow.decision_values(indptr, indices, values),
+                           wide.decision_values(indptr, indices, values), rtol=1e-12, atol=1e-12)
+        a, b = narrow.merge_once(0.01, table=step % 2 == 0), wide.merge_once(0.01, table=step % 2 == 0)
+        assert a[:2] == b[:2] and np.allclose(a[2:], b[2:], rtol=1e-9, atol=1e-12)
+    assert np.allclose(narrow.export()[0], wide.export()[0], rtol=1e-9)

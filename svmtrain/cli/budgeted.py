@@ -12,7 +12,8 @@ from svmtrain.cli.options import InputError, byte_progress, show_progress
 BUDGETED_TASKS = ("binary", "multiclass", "regression")
 # option name -> flag, for "applies to --mode budgeted" errors
 BUDGETED_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
-            "merge_precision": "--merge-precision", "validation": "--validation"}
+            "merge_precision": "--merge-precision", "merge_search": "--merge-search",
+            "validation": "--validation"}
 
 
 def _gamma(ctx, param, value):
@@ -44,8 +45,13 @@ def budgeted_options(f):
                      help="Budgeted: bsca is dual coordinate ascent (Qaadan et al.), sgd is the "
                           "primal BSGD (Wang et al.; learning rate 1/(lambda t), lambda = 1/(C n)) "
                           "with the same merging  [default: bsca]"),
+        click.option("--merge-search", type=click.Choice(("table", "golden")), default=None,
+                     help="Budgeted: how a merge finds the merged point: table interpolates a "
+                          "precomputed table of the best point and its weight degradation "
+                          "(Glasmachers & Qaadan 2018), golden runs a golden-section search for "
+                          "every candidate partner (Wang et al.)  [default: table]"),
         click.option("--merge-precision", type=float, default=None, callback=_precision,
-                     help="Budgeted: the golden-section search for a merge stops when h is known "
+                     help="Budgeted: with --merge-search golden, the search stops when h is known "
                           "to within this  [default: 0.01]"),
         click.option("--validation", type=click.Path(dir_okay=False), default=None,
                      help="Budgeted: a labelled data file whose accuracy (regression: mean squared "
@@ -82,7 +88,7 @@ def check_budgeted_options(mode, task, given, *, bias, loss, rescaling, model_fo
 
 def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, options, trace_file,
                            zero_based, quiet, *, gamma, budget, epochs, optimizer, merge_precision,
-                           validation):
+                           merge_search, validation):
     from svmtrain import data
     from svmtrain.model import Model, write_model
     from svmtrain.solvers import budgeted as solver
@@ -92,6 +98,7 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
     epochs = solver.DEFAULT_EPOCHS if epochs is None else epochs
     optimizer = "bsgd" if optimizer == "sgd" else "bsca"
     merge_precision = solver.DEFAULT_MERGE_PRECISION if merge_precision is None else merge_precision
+    merge_search = "table" if merge_search is None else merge_search
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
@@ -123,7 +130,8 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
     try:
         result = solver.train_budgeted(task, block, train_file, C=C, gamma=gamma, budget=budget,
                                        epochs=epochs, optimizer=optimizer,
-                                       merge_precision=merge_precision, seed=seed, p=options["p"],
+                                       merge_precision=merge_precision, merge_search=merge_search,
+                                       seed=seed, p=options["p"],
                                        validation=held_out,
                                        on_epoch=on_epoch if (trace or bar is not None) else None,
                                        # the objectives cost O(m^2) kernel evaluations: per epoch

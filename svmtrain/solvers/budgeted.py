@@ -33,6 +33,7 @@ from svmtrain._linear import hinge_sum
 from svmtrain.engine import relative_gap
 
 OPTIMIZERS = ("bsca", "bsgd")   # the CLI says --optimizer bsca|sgd
+MERGE_SEARCHES = ("table", "golden")   # precomputed (Glasmachers & Qaadan 2018) or golden section
 DEFAULT_MERGE_PRECISION = 0.01
 DEFAULT_EPOCHS = 5
 DEFAULT_BUDGET = 500
@@ -204,7 +205,8 @@ class KernelDual:
 
 
 def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, epochs=DEFAULT_EPOCHS,
-                   optimizer="bsca", merge_precision=DEFAULT_MERGE_PRECISION, seed=1, p=0.1,
+                   optimizer="bsca", merge_precision=DEFAULT_MERGE_PRECISION, merge_search="table",
+                   seed=1, p=0.1,
                    validation=None, on_epoch=None, epoch_objectives=True, **_ignored):
     """Train one budgeted model per set (1, or K one-vs-rest); see the module docstring.
 
@@ -214,6 +216,9 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}")
+    if merge_search not in MERGE_SEARCHES:
+        raise ValueError(f"unknown merge search {merge_search!r}")
+    table = merge_search == "table"
     n, n_cols = block.n_rows, block.n_features
     if gamma is None:
         gamma = 1.0 / max(n_cols, 1)
@@ -265,11 +270,11 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
             if optimizer == "bsca":
                 m, _, _ = bsca_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"], cost,
                                      st["alpha"], st["slot_of"], st["perm"], st["rng"], budget,
-                                     merge_precision, regression, p)
+                                     merge_precision, regression, p, table)
             else:
                 m, _, _ = bsgd_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"], cost,
                                      st["alpha"], st["slot_of"], st["perm"], st["rng"], st["clock"],
-                                     budget, merge_precision, regression, p)
+                                     budget, merge_precision, regression, p, table)
             merges += m
         seconds += time.perf_counter() - started
         merges_total += merges
