@@ -32,8 +32,8 @@ The header is table-driven: a key is one entry of ``HEADER_KEYS`` (name, attribu
 a task is one entry of ``_TASKS`` (its label check and weight shape), so later tasks add keys
 (``classes``, ``loss``) and 2-D weights without touching the reader or writer.
 
-Budgeted kernel models (``mode budgeted``) add the keys ``kernel`` (rbf), ``gamma``, ``budget`` and
-``merge_precision``, have no ``bias`` (``bias none``) and, instead of the weights, their support
+Budgeted kernel models (``mode budgeted``) add the keys ``kernel`` (rbf), ``gamma``, ``budget``,
+``merge_search`` (table or golden) and ``merge_precision``, have no ``bias`` (``bias none``) and, instead of the weights, their support
 vectors (one set per class for one-vs-rest multiclass, else one), in svmlight syntax after the
 coefficient, like LIBSVM's ``SV`` section (indices in the model's ``index_base``)::
 
@@ -82,6 +82,7 @@ VERSION = 1
 MODES = ("n-slack", "1-slack", "online-dual", "budgeted")
 KERNEL_MODES = ("budgeted",)
 KERNELS = ("rbf",)
+MERGE_SEARCHES = ("table", "golden")
 
 
 class ModelError(ValueError):
@@ -138,6 +139,7 @@ class Model:
     kernel: Optional[str] = None         # kernel modes: the kernel, its gamma, the SV budget
     gamma: Optional[float] = None
     budget: Optional[int] = None
+    merge_search: Optional[str] = None   # how the merge's h was found: table or golden
     merge_precision: Optional[float] = None
     # kernel modes: one set per class (one-vs-rest) or one: (beta, indptr, indices, data) with
     # 0-based columns, w then empty
@@ -470,6 +472,7 @@ HEADER_KEYS = (
     _Key("kernel", "kernel", _word_kind(lambda: KERNELS, "kernel")),
     _Key("gamma", "gamma", _real_kind(lo=0.0, strict=True)),
     _Key("budget", "budget", _int_kind(lo=1)),
+    _Key("merge_search", "merge_search", _word_kind(lambda: MERGE_SEARCHES, "merge search")),
     _Key("merge_precision", "merge_precision", _real_kind(lo=0.0, strict=True)),
     # training controls: written only when used
     _Key("class_weights", "class_weights", _pairs_kind("label", 0.0)),
@@ -485,7 +488,7 @@ _OPTIONAL_KEYS = frozenset(("class_weights", "example_weights", "example_weights
                             "nonneg", "reg_scale", "prior"))
 _KEYS = {k.name: k for k in HEADER_KEYS}
 _TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
-_KERNEL_KEYS = ("kernel", "gamma", "budget", "merge_precision")  # only in kernel modes
+_KERNEL_KEYS = ("kernel", "gamma", "budget", "merge_search", "merge_precision")  # only in kernel modes
 _KERNEL_TASKS = ("binary", "multiclass", "regression")  # budgeted: multiclass is one-vs-rest
 
 

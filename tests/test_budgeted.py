@@ -254,7 +254,8 @@ def test_merge_search_option(tmp_path):
         r = run("train", "-q", "-m", "budgeted", "-g", "0.2", "--budget", "10", "--epochs", "2",
                 "--merge-search", search, HEART, models[search])
         assert r.exit_code == 0, r.output
-        assert len(read_model(models[search]).support_vectors[0][0]) == 10
+        model = read_model(models[search])
+        assert len(model.support_vectors[0][0]) == 10 and model.merge_search == search
     default = tmp_path / "default"
     assert run("train", "-q", "-m", "budgeted", "-g", "0.2", "--budget", "10", "--epochs", "2",
                HEART, default).exit_code == 0
