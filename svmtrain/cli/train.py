@@ -66,6 +66,20 @@ def _check_task_options(task, *, bias, **given):
                                  "leave it out", param_hint="-B")
 
 
+def _check_controls_in_mode(mode, controls):
+    """Which mode honours which control: every linear mode the weights, scales and prior; the
+    1-slack QP over planes neither non-negativity nor a dual state; budgeted none."""
+    if mode not in LINEAR_MODES and any(v for k, v in controls.items() if k not in STATE_OPTIONS):
+        raise click.BadParameter(f"the training controls apply to the {', '.join(LINEAR_MODES)} "
+                                 f"modes, not to {mode}", param_hint="--mode")
+    if mode == "1-slack" and controls["nonneg"]:
+        raise click.BadParameter("the 1-slack mode's QP over planes does not keep weights "
+                                 "non-negative (use n-slack or online-dual)", param_hint="--nonneg")
+    if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
+        raise click.BadParameter("the 1-slack mode keeps no dual state",
+                                 param_hint="--save-state / --warm-start")
+
+
 def _bias(ctx, param, value):
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"bias must be finite, got {value}")
@@ -141,15 +155,7 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
                            model_format=model_format)
     solver_options = oneslack_settings(mode, oneslack)
     check_control_options(task, bias, model_format, controls, mode)
-    if mode not in LINEAR_MODES and any(v for k, v in controls.items() if k not in STATE_OPTIONS):
-        raise click.BadParameter(f"the training controls apply to the {' and '.join(LINEAR_MODES)} "
-                                 f"mode{'s' * (len(LINEAR_MODES) > 1)}, not to {mode}",
-                                 param_hint="--mode")
-    if mode == "1-slack" and controls["nonneg"]:
-        raise click.BadParameter("the 1-slack mode's QP over planes does not keep weights "
-                                 "non-negative (use n-slack or online-dual)", param_hint="--nonneg")
-    if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
-        raise click.BadParameter("the 1-slack mode keeps no dual state", param_hint="--save-state / --warm-start")
+    _check_controls_in_mode(mode, controls)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     check_dask_options(**dask, mode=mode, task=task,
                        refuse=["--" + k.removesuffix("_file").replace("_", "-")
