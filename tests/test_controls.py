@@ -631,10 +631,6 @@ def test_every_control_in_every_mode(tmp_path, mode):
     """Each mode solves the same controlled problem: its model certifies, and its bracket [D, P]
     meets n-slack's (the optimum is one)."""
     for name, args in _mode_controls(tmp_path).items():
-        if mode == "1-slack" and name == "nonneg":      # refused there (its QP has no clipping)
-            _, code, out = train(tmp_path, "-m", mode, *args, ok=False)
-            assert code == 2 and "--nonneg" in out
-            continue
         ref, _, _ = train(tmp_path, "-e", "1e-4", *args, name=f"ref-{name}")
         model, _, _ = train(tmp_path, "-m", mode, "-e", "1e-4", *args, name=f"{mode}-{name}")
         a, b = read_model(ref), read_model(model)
@@ -666,3 +662,16 @@ def test_ranking_controls_in_the_1_slack_mode(tmp_path):
     assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12)
     assert abs(a.primal - b.primal) <= 2e-4 * a.primal
     assert certified(one, rank)["certified"]
+
+
+def test_nonneg_multiclass_in_the_1_slack_mode(tmp_path):
+    """Under --nonneg the 1-slack QP runs on the engine over its planes (w = max(v, 0)): the same
+    optimum as n-slack, no negative weight, and a certificate verify-bound accepts."""
+    digits = "data/pendigits_scale.train.sample"
+    args = ["-t", "multiclass", "--nonneg", "all", "-e", "1e-4", "--max-epochs", "5000"]
+    ref, _, _ = train(tmp_path, *args, name="ref", data_file=digits)
+    one, _, _ = train(tmp_path, "-m", "1-slack", *args, name="one", data_file=digits)
+    a, b = read_model(ref), read_model(one)
+    assert np.all(b.w >= 0) and np.sum(b.w == 0) > 0
+    assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12)
+    assert certified(one, digits)["certified"]

@@ -67,14 +67,11 @@ def _check_task_options(task, *, bias, **given):
 
 
 def _check_controls_in_mode(mode, controls):
-    """Which mode honours which control: every linear mode the weights, scales and prior; the
-    1-slack QP over planes neither non-negativity nor a dual state; budgeted none."""
+    """Which mode honours which control: every linear mode the weights, scales, prior and
+    non-negativity; 1-slack no dual state; budgeted none."""
     if mode not in LINEAR_MODES and any(v for k, v in controls.items() if k not in STATE_OPTIONS):
         raise click.BadParameter(f"the training controls apply to the {', '.join(LINEAR_MODES)} "
                                  f"modes, not to {mode}", param_hint="--mode")
-    if mode == "1-slack" and controls["nonneg"]:
-        raise click.BadParameter("the 1-slack mode's QP over planes does not keep weights "
-                                 "non-negative (use n-slack or online-dual)", param_hint="--nonneg")
     if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
         raise click.BadParameter("the 1-slack mode keeps no dual state",
                                  param_hint="--save-state / --warm-start")

@@ -221,6 +221,56 @@ class _WorkingSet:
         return w
 
 
+class _ClippedWorkingSet(_WorkingSet):
+    """The working set under --nonneg: w = max(v, 0) on the constrained columns, v = sum beta_k a_k
+    (Ramanan sec. 5), so D(beta) = b.beta - 1/2 |w|^2 is no longer beta' G beta. The QP over the
+    planes is then the engine's own problem: the planes are the rows of a CSR store, each plane one
+    constraint of a single group with C = 1 (sum beta <= 1), and the engine keeps w clipped and its
+    dual exact. |w|^2 and the slack come from that w."""
+
+    def __init__(self, n_w, nonneg):
+        super().__init__(n_w)
+        self.nonneg = nonneg
+        self._w = np.zeros(n_w)
+
+    def sqnorm(self):
+        return float(np.dot(self._w, self._w))
+
+    def slack(self):
+        if not self.size:
+            return 0.0
+        dots = np.array([float(np.dot(self._w[c], v)) for c, v in zip(self.cols, self.vals)])
+        return max(0.0, float(np.max(self.b - dots)))
+
+    def solve(self, tol, max_steps):
+        from svmtrain.engine import ConstraintCache, solve
+        m = self.size
+        indptr = np.zeros(m + 1, np.int64)
+        indptr[1:] = np.cumsum([len(c) for c in self.cols])
+        planes = ConstraintCache(
+            indptr=indptr, indices=np.concatenate(self.cols).astype(np.int64),
+            data=np.concatenate(self.vals), n_cols=len(self._w),
+            tptr=np.arange(m + 1, dtype=np.int64), term_row=np.arange(m, dtype=np.int64),
+            term_scale=np.ones(m), term_offset=np.zeros(m, np.int64), term_bias=np.zeros(m, bool),
+            margin=self.b, group=np.zeros(m, np.int64), C_group=np.ones(1), n_w=len(self._w),
+            nonneg=self.nonneg)
+        # the engine stops on the relative gap of the planes' problem; tol is absolute
+        scale = max(0.5 * self.sqnorm() + self.slack(), 1e-300)
+        sol = solve(planes, epsilon=min(0.1, max(tol / scale, 1e-12)),
+                    max_epochs=max(1, min(max_steps, 10_000)), seed=m, alpha=self.beta.copy(),
+                    shrinking=False)
+        self.beta = sol.alpha
+        self._w = sol.w
+        self.idle = np.where(self.beta > 0, 0, self.idle + 1)
+        return sol.epochs
+
+    def drop_idle(self, inactive):
+        super().drop_idle(inactive)      # the dropped planes have beta 0: w is unchanged
+
+    def w(self, n_w):
+        return self._w.copy()
+
+
 def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                    on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
                    inactive=DEFAULT_INACTIVE, threads=1):
@@ -273,7 +323,9 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
         keep = vals != 0.0
         return loss, cols[keep], vals[keep], b
 
-    ws = _WorkingSet(n_w)
+    nonneg = getattr(whole, "nonneg", None)
+    ws = (_ClippedWorkingSet(n_w, nonneg) if nonneg is not None and np.any(nonneg)
+          else _WorkingSet(n_w))
     w = np.zeros(n_w)
     D = 0.0
     P = rel = np.inf
