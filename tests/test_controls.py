@@ -579,7 +579,7 @@ def test_ranking_nonneg_and_query_weights_match_the_brute_force(tmp_path):
     (lambda a: a.update(group=a["group"] + 10**6), "outside [0, examples)"),
     (lambda a: a.update(C=np.array([1.0, 2.0])), "single value"),
     (lambda a: a.pop("key"), "missing key"),
-    (lambda a: a.update(mode=np.str_("1-slack")), "from the 1-slack mode"),
+    (lambda a: a.update(mode=np.str_("1-slack")), "not a 1-slack state"),
     (lambda a: a.update(task=np.str_("ranking")), "for the ranking task"),
     (lambda a: a.update(alpha=np.array(["x"] * len(a["alpha"]))), "floats"),
 ])
@@ -675,3 +675,29 @@ def test_nonneg_multiclass_in_the_1_slack_mode(tmp_path):
     assert np.all(b.w >= 0) and np.sum(b.w == 0) > 0
     assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12)
     assert certified(one, digits)["certified"]
+
+
+def test_1_slack_states_warm_start_its_working_set(tmp_path):
+    """A 1-slack state is its planes and their duals: the same data restarts near the optimum, a
+    larger C (planes scaled by C'/C) or more examples reach the optimum from scratch, in fewer
+    iterations; another task's or layout's run refuses the state."""
+    part = tmp_path / "part"
+    with open("data/a9a.train.sample") as f:
+        part.write_text("".join(f.readlines()[:1500]))
+    state = tmp_path / "s.npz"
+    args = ["-m", "1-slack", "-e", "1e-4"]
+    first, _, _ = train(tmp_path, *args, "--save-state", state, name="first", data_file=part)
+    for name, extra, data_file in (("more rows", [], "data/a9a.train.sample"),
+                                   ("larger C", ["-c", "2"], part)):
+        scratch, _, _ = train(tmp_path, *args, *extra, name="scratch", data_file=data_file)
+        warm, _, _ = train(tmp_path, *args, *extra, "--warm-start", state, name="warm",
+                           data_file=data_file)
+        a, b = read_model(scratch), read_model(warm)
+        assert b.dual <= a.primal * (1 + 1e-12) and a.dual <= b.primal * (1 + 1e-12), name
+        assert b.epochs < a.epochs, name
+        assert certified(warm, data_file)["certified"], name
+    _, code, out = train(tmp_path, "-t", "multiclass", "--warm-start", state, ok=False,
+                         data_file="data/pendigits_scale.train.sample")
+    assert code == 2 and "for the binary task" in out
+    _, code, out = train(tmp_path, "-B", "1", "--warm-start", state, ok=False, data_file=part)
+    assert code == 2 and "weights" in out

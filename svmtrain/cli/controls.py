@@ -66,12 +66,15 @@ _OPTIONS = [
                       "(r > 0; features not listed: r = 1)."),
     click.option("--save-state", "save_state_file", type=click.Path(dir_okay=False), default=None,
                  metavar="FILE",
-                 help="Also write the dual state (alphas of the listed constraints) to FILE (.npz) "
-                      "for --warm-start."),
+                 help="Also write the dual state to FILE (.npz) for --warm-start: n-slack the "
+                      "alphas of the listed constraints, 1-slack its planes and their duals, "
+                      "online-dual its resume state."),
     click.option("--warm-start", "warm_start_file", type=click.Path(dir_okay=False), default=None,
                  metavar="STATE",
-                 help="Hot-start from a --save-state file: known constraints start at their alpha "
-                      "(times C_new/C_old, clipped to the new bounds), new examples at 0."),
+                 help="Hot-start from a --save-state file, whose mode decides the mode: known "
+                      "constraints start at their alpha (times C_new/C_old, clipped to the new "
+                      "bounds), new examples at 0; 1-slack restarts from its planes (scaled by "
+                      "C_new/C_old); online-dual resumes where it stopped."),
 ]
 
 

@@ -132,9 +132,9 @@ def check_online_options(ctx, train_file, task, mode, online):
         except StateError as e:
             raise InputError(f"{online['warm_start']}: {e}") from None
         state_mode = str(arrays["mode"])
-        if state_mode not in ("n-slack", "online-dual"):
+        if state_mode not in ("n-slack", "1-slack", "online-dual"):
             raise InputError(f"{online['warm_start']}: the state is from the {state_mode} mode; "
-                             f"the n-slack and online-dual modes resume")
+                             f"the n-slack, 1-slack and online-dual modes resume")
         if explicit_mode and state_mode != mode:
             raise click.BadParameter(f"{online['warm_start']} is a {state_mode} state, and --mode "
                                      f"is {mode}", param_hint="--warm-start")

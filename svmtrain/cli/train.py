@@ -68,13 +68,10 @@ def _check_task_options(task, *, bias, **given):
 
 def _check_controls_in_mode(mode, controls):
     """Which mode honours which control: every linear mode the weights, scales, prior and
-    non-negativity; 1-slack no dual state; budgeted none."""
+    non-negativity; budgeted none."""
     if mode not in LINEAR_MODES and any(v for k, v in controls.items() if k not in STATE_OPTIONS):
         raise click.BadParameter(f"the training controls apply to the {', '.join(LINEAR_MODES)} "
                                  f"modes, not to {mode}", param_hint="--mode")
-    if mode == "1-slack" and any(controls[k] for k in STATE_OPTIONS):
-        raise click.BadParameter("the 1-slack mode keeps no dual state",
-                                 param_hint="--save-state / --warm-start")
 
 
 def _bias(ctx, param, value):
@@ -151,6 +148,9 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     check_budgeted_options(mode, task, budgeted, bias=bias, loss=loss, rescaling=rescaling,
                            model_format=model_format)
     solver_options = oneslack_settings(mode, oneslack)
+    if mode == "1-slack":        # its state is its working set of planes, not the controls' alphas
+        solver_options["state_files"] = {k: controls[k] for k in STATE_OPTIONS}
+        controls.update(dict.fromkeys(STATE_OPTIONS))
     check_control_options(task, bias, model_format, controls, mode)
     _check_controls_in_mode(mode, controls)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
@@ -195,6 +195,15 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         block = data.load(train_file, zero_based=zero_based, progress=progress)
     task = task_class(task_name).from_training_data(block, train_file, options)
     run = ControlledRun(task, controls, control_options, block, train_file, bias, C)
+    state_files = solver_options.pop("state_files", None)        # 1-slack's working set
+    if state_files and state_files["warm_start_file"]:
+        from svmtrain.solvers.oneslack import read_state
+        from svmtrain.tasks.base import Geometry
+        n_w = run.task.n_weights(Geometry(block.n_features, run.solver_bias))
+        try:
+            solver_options["start"] = read_state(state_files["warm_start_file"], task_name, n_w)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{state_files['warm_start_file']}: {e}") from None
 
     trace = open(trace_file, "w") if trace_file else None   # opened only once the data is good
     epoch_bar = None
@@ -237,7 +246,14 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     else:
         write_model(model, model_file)
     # --save-state; an interrupted run also leaves MODEL_FILE.state.npz to --warm-start from
-    state = run.save_state(result, model_file if result.interrupted else None)
+    if state_files is not None:
+        state = state_files["save_state_file"] or (f"{model_file}.state.npz"
+                                                   if result.interrupted else None)
+        if state:
+            from svmtrain.solvers.oneslack import save_state
+            save_state(state, result, task=task_name, C=C)
+    else:
+        state = run.save_state(result, model_file if result.interrupted else None)
     if result.interrupted:
         kept = f" and {state}" if state else ""
         click.echo(f"svmtrain: interrupted ({signal.Signals(interrupt.signal_received()).name}): "

@@ -84,6 +84,7 @@ class PlaneRecord(EpochRecord):
 class OneSlackResult(TrainResult):
     oracle_passes: int = 0
     cache_hits: int = 0
+    planes: object = None       # the working set (cols, vals, b, beta), which a 1-slack state keeps
 
     def schedule(self):
         return (f"{self.rounds} iterations ({self.oracle_passes} oracle passes = "
@@ -273,9 +274,10 @@ class _ClippedWorkingSet(_WorkingSet):
 
 def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                    on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
-                   inactive=DEFAULT_INACTIVE, threads=1):
+                   inactive=DEFAULT_INACTIVE, threads=1, start=None):
     """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
-    apply (the QP's steps are deterministic, over a handful of planes)."""
+    apply (the QP's steps are deterministic, over a handful of planes). `start`: a working set
+    (read_state) to begin from."""
     started = time.perf_counter()
     geometry = Geometry(block.n_features, bias)
     whole = task.problem(block, path, C, geometry)
@@ -328,6 +330,11 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
           else _WorkingSet(n_w))
     w = np.zeros(n_w)
     D = 0.0
+    if start is not None:
+        _restore(ws, start, n_w, C)
+        ws.solve(1e-12, 10_000_000)
+        w = ws.w(n_w)
+        D = float(np.dot(ws.b, ws.beta)) - 0.5 * ws.sqnorm()
     P = rel = np.inf
     converged = False
     records = []
@@ -393,6 +400,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     return OneSlackResult(w, ws.beta.copy(), D, P, relative_gap(P, D), iteration,
                           time.perf_counter() - started, converged, geometry, priced.examples,
                           rounds=iteration, constraints=ws.size, records=records,
+                          planes=(ws.cols, ws.vals, ws.b.copy(), ws.beta.copy()),
                           oracle_passes=passes, cache_hits=hits, interrupted=interrupt.requested())
 
 
@@ -454,3 +462,66 @@ def _remember(shard, fresh, iteration, cache_size):
     keep[order[np.arange(len(order)) - start < cache_size]] = True
     shard.cache = cache.select(keep)
     shard.age = age[keep]
+
+
+# -- dual states (--save-state / --warm-start) ---------------------------------------------------
+#
+# A 1-slack state is its working set: the planes a_k (sparse, over the n_w weights), their offsets
+# b_k, their duals beta_k, and the C they were built with. Every plane stays a valid constraint of a
+# problem with more examples (the new examples' part of it chooses "no violation"), and under
+# C' = lambda C the same choice of offenders gives the plane (lambda a_k, lambda b_k): so a state
+# starts any later run of the same task and weight layout, beta still feasible (sum beta <= 1).
+
+STATE_VERSION = 1
+
+
+def save_state(path, result, *, task, C):
+    from svmtrain.atomic import atomic_output
+    cols, vals, b, beta = result.planes
+    indptr = np.zeros(len(cols) + 1, np.int64)
+    indptr[1:] = np.cumsum([len(c) for c in cols])
+    arrays = {"format_version": np.int64(STATE_VERSION), "mode": np.str_("1-slack"),
+              "task": np.str_(task), "C": np.float64(C), "n_w": np.int64(len(result.w)),
+              "indptr": indptr,
+              "indices": np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
+              "data": np.concatenate(vals) if vals else np.zeros(0), "b": b, "beta": beta}
+    with atomic_output(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def read_state(path, task, n_w):
+    """The working set of a 1-slack state file, checked against this run (ValueError: why not)."""
+    with np.load(path, allow_pickle=False) as z:
+        a = {k: z[k] for k in z.files}
+    need = ("format_version", "mode", "task", "C", "n_w", "indptr", "indices", "data", "b", "beta")
+    missing = [k for k in need if k not in a]
+    if missing:
+        raise ValueError(f"not a 1-slack state: missing {', '.join(missing)}")
+    if int(a["format_version"]) != STATE_VERSION:
+        raise ValueError(f"unsupported 1-slack state version {a['format_version']}")
+    if str(a["task"]) != task:
+        raise ValueError(f"the state is for the {a['task']} task, not {task}")
+    if int(a["n_w"]) != n_w:
+        raise ValueError(f"the state's planes have {int(a['n_w'])} weights, this data's model "
+                         f"{n_w} (other features or classes)")
+    indptr, indices, data, b, beta = a["indptr"], a["indices"], a["data"], a["b"], a["beta"]
+    m = len(b)
+    C = float(a["C"])
+    if (indptr.shape != (m + 1,) or beta.shape != (m,) or indptr[0] != 0
+            or np.any(np.diff(indptr) < 0) or indptr[-1] != len(indices) or len(data) != len(indices)
+            or (len(indices) and (indices.min() < 0 or indices.max() >= n_w))):
+        raise ValueError("damaged 1-slack state: inconsistent plane arrays")
+    if not (C > 0 and np.isfinite(C) and np.all(np.isfinite(data)) and np.all(np.isfinite(b))
+            and np.all(np.isfinite(beta)) and np.all(beta >= 0) and beta.sum() <= 1 + 1e-9):
+        raise ValueError("damaged 1-slack state: C, planes or duals out of range")
+    cols = [indices[indptr[k]:indptr[k + 1]] for k in range(m)]
+    vals = [data[indptr[k]:indptr[k + 1]] for k in range(m)]
+    return {"cols": cols, "vals": vals, "b": b, "beta": beta, "C": C}
+
+
+def _restore(ws, start, n_w, C):
+    scale = C / start["C"]
+    for cols, vals, b in zip(start["cols"], start["vals"], start["b"]):
+        ws.add(np.asarray(cols, np.int64), scale * np.asarray(vals, float), scale * float(b))
+    beta = np.asarray(start["beta"], float)
+    ws.beta = beta / max(1.0, float(beta.sum()))
