@@ -682,6 +682,31 @@ cdef inline void shuffle(int64_t[::1] perm, uint64_t* rng) noexcept nogil:
 cdef int64_t STATUS_OK = 0, STATUS_NOMEM = -1
 
 
+cdef int64_t place(Store* s, const int64_t* pi, const double* pv, int64_t start, int64_t end,
+                   double sqn, double coef, int64_t i, int64_t* slot_of, bint row_known,
+                   int64_t budget, double precision, bint merge_table, int64_t* merges,
+                   double* degradation) noexcept nogil:
+    """Add coef phi(x_i) to the model (BSCA's and BSGD's step alike): to x_i's own support vector
+    while it has one, else as a new one, merging two when over the budget. row_known: the kernel
+    row of the margin just computed is x_i's against the others (a merge may reuse it)."""
+    cdef int64_t j = slot_of[i]
+    if j >= 0:
+        s.beta[j] += coef
+        if s.beta[j] == 0.0:
+            remove_sv(s, j, slot_of)
+        return STATUS_OK
+    if add_sv(s, pi, pv, start, end, sqn, coef, i) != 0:
+        return STATUS_NOMEM
+    slot_of[i] = s.n_sv - 1
+    if row_known:
+        s.row_of = s.n_sv - 1
+    if s.n_sv > budget:
+        if merge(s, precision, merge_table, slot_of, degradation) != 0:
+            return STATUS_NOMEM
+        merges[0] += 1
+    return STATUS_OK
+
+
 def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,
                const double[::1] data, const double[::1] sqnorm, const double[::1] y,
                const double[::1] cost, double[::1] alpha, int64_t[::1] slot_of, int64_t[::1] perm,
@@ -692,7 +717,7 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     cdef int64_t n = indptr.shape[0] - 1
     _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, alpha, slot_of, perm, rng, budget, precision)
     cdef Store* s = &e.s
-    cdef int64_t t, i, j, merges = 0, steps = 0, status = STATUS_OK
+    cdef int64_t t, i, merges = 0, steps = 0, status = STATUS_OK
     cdef double f, a, v, delta, coef, degradation = 0.0
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
     cdef const double* pv = &data[0] if data.shape[0] else NULL
@@ -716,22 +741,10 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 continue
             steps += 1
             alpha[i] = a
-            j = slot_of[i]
-            if j >= 0:
-                s.beta[j] += coef
-                if s.beta[j] == 0.0:
-                    remove_sv(s, j, &slot_of[0])
-                continue
-            if add_sv(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i) != 0:
-                status = STATUS_NOMEM
+            status = place(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i, &slot_of[0],
+                           True, budget, precision, merge_table, &merges, &degradation)
+            if status == STATUS_NOMEM:
                 break
-            slot_of[i] = s.n_sv - 1
-            s.row_of = s.n_sv - 1   # the kernel row of this margin is x_i's against the others
-            if s.n_sv > budget:
-                if merge(s, precision, merge_table, &slot_of[0], &degradation) != 0:
-                    status = STATUS_NOMEM
-                    break
-                merges += 1
     if status == STATUS_NOMEM:
         raise MemoryError("out of memory for the support vectors")
     return merges, degradation, steps
@@ -750,7 +763,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     if clock.shape[0] != 1 or clock[0] < 0:
         raise ValueError("clock must be one non-negative counter")
     cdef Store* s = &e.s
-    cdef int64_t t, i, j, merges = 0, violations = 0, status = STATUS_OK
+    cdef int64_t t, i, merges = 0, violations = 0, status = STATUS_OK
     cdef double f, coef, degradation = 0.0
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
     cdef const double* pv = &data[0] if data.shape[0] else NULL
@@ -775,23 +788,11 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 continue
             violations += 1
             count[i] += 1.0 if coef > 0.0 or not regression else -1.0
-            j = slot_of[i]
-            if j >= 0:
-                s.beta[j] += coef
-                if s.beta[j] == 0.0:
-                    remove_sv(s, j, &slot_of[0])
-                continue
-            if add_sv(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i) != 0:
-                status = STATUS_NOMEM
+            # (the first step computed no margin, so no kernel row of x_i)
+            status = place(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i, &slot_of[0],
+                           clock[0] >= 2, budget, precision, merge_table, &merges, &degradation)
+            if status == STATUS_NOMEM:
                 break
-            slot_of[i] = s.n_sv - 1
-            if clock[0] >= 2:   # the kernel row of this margin is x_i's against the others
-                s.row_of = s.n_sv - 1
-            if s.n_sv > budget:
-                if merge(s, precision, merge_table, &slot_of[0], &degradation) != 0:
-                    status = STATUS_NOMEM
-                    break
-                merges += 1
     if status == STATUS_NOMEM:
         raise MemoryError("out of memory for the support vectors")
     return merges, degradation, violations

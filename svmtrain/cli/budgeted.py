@@ -1,25 +1,18 @@
 """The options and the command body of `svmtrain train --mode budgeted` (kept apart from train.py)."""
 
-import math
 import sys
 import time
 
 import click
 from click.core import ParameterSource
 
-from svmtrain.cli.options import InputError, byte_progress, show_progress
+from svmtrain.cli.options import InputError, byte_progress, positive, show_progress
 
 BUDGETED_TASKS = ("binary", "multiclass", "regression")
 # option name -> flag, for "applies to --mode budgeted" errors
 BUDGETED_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
             "merge_precision": "--merge-precision", "merge_search": "--merge-search",
             "validation": "--validation"}
-
-
-def _gamma(ctx, param, value):
-    if value is not None and not (value > 0 and math.isfinite(value)):
-        raise click.BadParameter(f"gamma must be a positive number, got {value}")
-    return value
 
 
 def _precision(ctx, param, value):
@@ -31,7 +24,7 @@ def _precision(ctx, param, value):
 def budgeted_options(f):
     """The budgeted mode's options, one group (applied bottom-up, so listed in reverse)."""
     for option in reversed((
-        click.option("-g", "--gamma", type=float, default=None, callback=_gamma,
+        click.option("-g", "--gamma", type=float, default=None, callback=positive("gamma"),
                      help="Budgeted: the RBF kernel's width, k(x, x') = exp(-gamma |x - x'|^2)  "
                           "[default: 1 / number of features, LIBSVM's default]"),
         click.option("--budget", type=click.IntRange(1, 10**7), default=None,

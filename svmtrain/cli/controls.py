@@ -6,7 +6,7 @@ import os
 import click
 import numpy as np
 
-from svmtrain.cli.options import InputError
+from svmtrain.cli.options import InputError, positive
 
 
 def _positive_pairs(ctx, param, value):
@@ -14,12 +14,6 @@ def _positive_pairs(ctx, param, value):
         if not (math.isfinite(label) and weight > 0 and math.isfinite(weight)):
             raise click.BadParameter(f"-w {label:g} {weight:g}: the weight must be a positive "
                                      f"number and the label finite")
-    return value
-
-
-def _positive(ctx, param, value):
-    if value is not None and not (value > 0 and math.isfinite(value)):
-        raise click.BadParameter(f"must be a positive number, got {value}")
     return value
 
 
@@ -46,7 +40,7 @@ _OPTIONS = [
                  help="Example weights, one positive number per line for each example's line "
                       "(LIBLINEAR's weights file): C_i = weight_i * C, times any cost: token. "
                       "Ranking and sequence: the lines of a query / sentence must agree."),
-    click.option("--bias-reg", "bias_reg", type=float, default=None, callback=_positive,
+    click.option("--bias-reg", "bias_reg", type=float, default=None, callback=positive("the factor"),
                  metavar="FACTOR",
                  help="With -B: regularize the bias weights by FACTOR * 1/2 b^2 instead of 1/2 b^2 "
                       "(Ramanan A.1 and sec. 6). FACTOR -> 0 tends to an unregularized bias, but "

@@ -16,7 +16,7 @@ import click
 from click.core import ParameterSource
 
 from svmtrain import interrupt
-from svmtrain.cli.options import InputError, show_progress
+from svmtrain.cli.options import InputError, positive, show_progress
 from svmtrain.cli.controls import read_controls
 from svmtrain.controls import BlockPreparer, ControlError, ControlledTask, Controls
 from svmtrain.solvers.online import DEFAULT_ADMIT_MARGIN, DEFAULT_KEEP_INACTIVE, DEFAULT_SHUFFLE_WINDOW, DEFAULT_WINDOW_LOOKS
@@ -59,12 +59,6 @@ def _labels(ctx, param, value):
     if not labels or not all(math.isfinite(x) for x in labels) or len(set(labels)) != len(labels):
         raise click.BadParameter(f"expected distinct finite numbers, got {value!r}")
     return labels
-
-
-def _positive_seconds(ctx, param, value):
-    if value is not None and not (value > 0 and math.isfinite(value)):
-        raise click.BadParameter(f"must be a positive number of seconds, got {value}")
-    return value
 
 
 def online_options(f):
@@ -111,7 +105,7 @@ def online_options(f):
                           "ranking and constraints, whose pass loads the file]"),
         click.option("--checkpoint-every", "checkpoint_every", type=float, default=None,
                      metavar="SECONDS",
-                     callback=_positive_seconds,
+                     callback=positive("the period", " of seconds"),
                      help="online-dual: write the model and the resume state every this many "
                           "seconds (as on SIGINT / SIGTERM)."),
     ]

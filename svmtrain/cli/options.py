@@ -1,6 +1,7 @@
 """Options and error handling shared by the commands (rasterio's rio style: one registry)."""
 
 import contextlib
+import math
 import os
 import sys
 
@@ -8,6 +9,15 @@ import click
 
 from svmtrain.data import DataError
 from svmtrain.model import ModelError
+
+
+def positive(name, unit=""):
+    """A click callback: the option, when given, must be a positive finite number."""
+    def check(ctx, param, value):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise click.BadParameter(f"{name} must be a positive number{unit}, got {value}")
+        return value
+    return check
 
 
 class InputError(click.ClickException):

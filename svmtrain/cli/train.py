@@ -16,21 +16,13 @@ from svmtrain.cli.controls import (STATE_OPTIONS, ControlledRun, check_control_o
 from svmtrain.cli.oneslack_options import (ONESLACK_OPTIONS, TRACE_HEADERS, oneslack_options,
                                            oneslack_settings)
 from svmtrain.cli.online import ONLINE_OPTIONS, check_online_options, online_options, train_online
-from svmtrain.cli.options import (InputError, byte_progress, data_path, quiet_option,
+from svmtrain.cli.options import (InputError, byte_progress, data_path, positive, quiet_option,
                                   show_progress, user_errors, zero_based_option)
 from svmtrain.solvers import LINEAR_MODES
 
 TASKS = ("binary", "multiclass", "regression", "ranking", "sequence", "constraints")
 MODES = ("n-slack", "1-slack", "online-dual", "budgeted")
 DEFAULT_EPSILON = 1e-3
-
-
-def _positive(name):
-    def check(ctx, param, value):
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise click.BadParameter(f"{name} must be a positive number, got {value}")
-        return value
-    return check
 
 
 def _epsilon(ctx, param, value):
@@ -94,7 +86,7 @@ def _bias(ctx, param, value):
                    "not by the data; Ramanan Alg. 2); budgeted is an RBF-kernel SVM with at most "
                    "--budget support vectors (BSCA; binary, one-vs-rest multiclass, regression; "
                    "no bias).")
-@click.option("-c", "C", type=float, default=1.0, show_default=True, callback=_positive("C"),
+@click.option("-c", "C", type=float, default=1.0, show_default=True, callback=positive("C"),
               help="Cost of a unit of slack: P(w) = 1/2|w|^2 + C sum_i loss_i (LIBLINEAR's -c).")
 @click.option("-e", "--epsilon", type=float, default=DEFAULT_EPSILON, show_default=True,
               callback=_epsilon, help="Stop when the relative duality gap (P-D)/P is at most this.")
