@@ -318,7 +318,7 @@ def test_sigterm_exits_143_and_nslack_stops_cleanly(runner, a9a_full, tmp_path):
     # ... and leaves its dual state, from which the run continues to the tolerance
     state = tmp_path / "n.state.npz"
     assert state.exists() and str(state) in err
-    r = run(runner, "train", "-q", "--warm-start", state, a9a_full, tmp_path / "n2")
+    r = run(runner, "train", "-q", "--warm-start", model, a9a_full, tmp_path / "n2")   # its state
     assert r.exit_code == 0, r.output
     resumed = read_model(tmp_path / "n2")
     assert resumed.relative_gap <= 1e-3 and resumed.dual >= m.dual - 1e-9 * abs(m.dual)

@@ -17,6 +17,15 @@ def _positive_pairs(ctx, param, value):
     return value
 
 
+def _state_path(ctx, param, value):
+    """--warm-start MODEL_FILE means the state left next to it (MODEL_FILE.state.npz)."""
+    import zipfile
+    beside = f"{value}.state.npz" if value is not None else None
+    if beside and os.path.isfile(beside) and not (os.path.isfile(value) and zipfile.is_zipfile(value)):
+        return beside
+    return value
+
+
 def _nonneg_spec(ctx, param, value):
     """The syntax here; the index base (--zero-based or not) is checked in read_controls."""
     if value is not None:
@@ -64,11 +73,12 @@ _OPTIONS = [
                       "alphas of the listed constraints, 1-slack its planes and their duals, "
                       "online-dual its resume state."),
     click.option("--warm-start", "warm_start_file", type=click.Path(dir_okay=False), default=None,
-                 metavar="STATE",
+                 metavar="STATE", callback=_state_path,
                  help="Hot-start from a --save-state file, whose mode decides the mode: known "
                       "constraints start at their alpha (times C_new/C_old, clipped to the new "
                       "bounds), new examples at 0; 1-slack restarts from its planes (scaled by "
-                      "C_new/C_old); online-dual resumes where it stopped."),
+                      "C_new/C_old); online-dual resumes where it stopped. A model file stands "
+                      "for the MODEL_FILE.state.npz beside it."),
 ]
 
 
