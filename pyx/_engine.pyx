@@ -1605,6 +1605,39 @@ cdef class DualCD:
             self.shrunk_loss = out_loss
         return 0.5 * self.est_ww + loss, -0.5 * self.est_ww + self.est_la
 
+    def shrunk_gap(self):
+        """The part of the duality gap P - D that the shrunk constraints hold, at the current w.
+
+        The gap splits into one term per group, T_g = C_g max(0, max_c g_c) - sum_c a_c g_c >= 0
+        (their sum is P - D, as w = sum_c a_c x_c): a group out of the active set holds its T_g, an
+        active group with shrunk constraints (all at 0) the rise of C_g max(0, max_c g_c) that
+        they cause. Correct shrinking holds none of it; what it holds, no step on the active set
+        can remove (call recompute_w() first). One pass over the shrunk groups only."""
+        cdef double held = 0.0, gall, gact, ag, G
+        cdef int64_t i, g, k
+        cdef Group* gr
+        with nogil:
+            for i in range(self.n_listed):
+                g = self.groups[i]
+                gr = &self.grp[g]
+                if i < self.n_active and gr.active >= gr.size:
+                    continue
+                gall = 0.0
+                gact = 0.0
+                ag = 0.0
+                for k in range(gr.start, gr.start + gr.size):
+                    G = self._gradient(k)
+                    ag += self.alpha_[k] * G
+                    if G > gall:
+                        gall = G
+                    if k < gr.start + gr.active and G > gact:
+                        gact = G
+                if i >= self.n_active:          # the whole group is shrunk
+                    held += gr.C * gall - ag
+                else:
+                    held += gr.C * (gall - gact)
+        return held
+
     def approximate_bounds(self):
         """(primal', dual): Ramanan's eq. 23 upper bound from the gradients seen in the last visits.
 
@@ -1642,6 +1675,23 @@ cdef class DualCD:
         self.shrunk_loss = 0.0
         self.M_dec = INFINITY
         self.M_inc = INFINITY
+
+    @property
+    def shrinking_thresholds(self):
+        """(M_dec, M_inc): the thresholds the next epoch shrinks by (inf: shrinks nothing).
+
+        A hot start may set them from the run it continues (svmtrain.state): its first epoch then
+        sets aside what that run had set aside, instead of visiting everything for several epochs
+        while the thresholds fall from infinity. Any value is safe: a failed exact check unshrinks.
+        """
+        return self.M_dec, self.M_inc
+
+    @shrinking_thresholds.setter
+    def shrinking_thresholds(self, value):
+        dec, inc = value
+        if not (dec > 0.0 and inc > 0.0):
+            raise ValueError("shrinking thresholds must be > 0 (inf: none)")
+        self.M_dec, self.M_inc = dec, inc
 
     @property
     def n_shared_groups(self):

@@ -284,7 +284,10 @@ class ControlledTask:
         self.original_bias = original_bias
         self._layout = None
         self.start_alpha = None       # hot start of the listed constraints (--warm-start)
-        self.needs_listing = None     # the option that needs them listed, if any
+        self.start_shrink = None      # ... and the shrinking thresholds it continues from
+        self.state = None             # a --warm-start state (svmtrain.state.State), for a cache
+        self.C = None                 # the C it hot-starts at
+        self.warning = None           # what the user should know of the hot start
 
     def __getattr__(self, name):
         return getattr(self.task, name)
@@ -362,13 +365,51 @@ class ControlledTask:
 
     def all_constraints(self, problem, block):
         cons = self._shift_margins(self.task.all_constraints(problem, block), problem)
-        if cons is None and self.needs_listing:
-            raise DataError(problem.path, None,
-                            f"{self.needs_listing}: the {self.task.name} task has too many "
-                            f"constraints to list here (it grows them by cutting planes); dual "
-                            f"states cover listed constraints")
         if cons is not None and self.start_alpha is not None:
             cons.alpha0 = self.start_alpha(cons)
+            cons.shrink0 = self.start_shrink
+        return cons
+
+    def cache_layout(self, geometry):
+        """What a state needs to rebuild a cutting-plane cache of this task under these controls
+        (svmtrain.state.save_state's cache_layout)."""
+        from svmtrain.state import layout_crc
+        return {"layout": layout_crc(self.task, self.original_bias, self.c),
+                "n_cols": geometry.n_cols, "width": geometry.width,
+                "labels": np.asarray(getattr(self.task, "labels", []), np.float64)}
+
+    def start_cache(self, problem, block):
+        """The cutting-plane cache a --warm-start state holds, rebuilt over this data with its
+        hot start as alpha0; None without one. StateError when it cannot be rebuilt."""
+        from svmtrain.engine import ConstraintCache
+        from svmtrain.state import StateError
+        from svmtrain.tasks.base import Geometry
+        st = self.state
+        if st is not None and st.cache is None and len(st.alpha):
+            self.warning = (f"{st.path}: the state holds listed constraints and this run grows "
+                            f"them by cutting planes: it started from scratch")
+        if st is None or st.cache is None:
+            return None
+        geometry = Geometry(problem.n_cols, problem.bias)
+        if (self.task.grouping != "row" and st.rows < block.n_rows
+                and block.qid[st.rows] == block.qid[st.rows - 1]):
+            raise StateError(st.path, f"the data continues the state's last example past its "
+                                      f"{st.rows} rows: its cached constraints cover part of it")
+        layout = self.cache_layout(geometry)
+        if problem.stride != max(len(layout["labels"]), 1):
+            raise StateError(st.path, f"the {self.task.name} task's weights are not laid out as "
+                                      f"cached constraints need")
+        cons = st.start_cache(self.C, block, layout["layout"], geometry.n_cols, geometry.width,
+                              layout["labels"])
+        store_rows = len(problem.indptr) - 1
+        if cons.size and (cons.term_row.max() >= store_rows or st.examples > problem.n_examples):
+            raise StateError(st.path, "its cached constraints name rows or examples this data "
+                                      "does not have")
+        try:      # the engine checks every term against w's layout; its projection is the start
+            cons.alpha0 = ConstraintCache.from_problem(problem, cons).engine(cons.alpha0).alpha
+        except ValueError as e:
+            raise StateError(st.path, f"its cached constraints do not fit this problem ({e})") \
+                from None
         return cons
 
     def worst_offenders(self, w, problem, block):

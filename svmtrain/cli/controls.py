@@ -70,15 +70,19 @@ _OPTIONS = [
     click.option("--save-state", "save_state_file", type=click.Path(dir_okay=False), default=None,
                  metavar="FILE",
                  help="Also write the dual state to FILE (.npz) for --warm-start: n-slack the "
-                      "alphas of the listed constraints, 1-slack its planes and their duals, "
-                      "online-dual its resume state."),
+                      "alphas of the listed constraints and the shrinking thresholds, or (cutting "
+                      "planes: sequence, multiclass past the listing limit) its cache of "
+                      "constraints as terms over the data rows with their alphas; 1-slack its "
+                      "planes and their duals; online-dual its resume state."),
     click.option("--warm-start", "warm_start_file", type=click.Path(dir_okay=False), default=None,
                  metavar="STATE", callback=_state_path,
                  help="Hot-start from a --save-state file, whose mode decides the mode: known "
                       "constraints start at their alpha (times C_new/C_old, clipped to the new "
-                      "bounds), new examples at 0; 1-slack restarts from its planes (scaled by "
-                      "C_new/C_old); online-dual resumes where it stopped. A model file stands "
-                      "for the MODEL_FILE.state.npz beside it."),
+                      "bounds), new examples at 0, and the first epoch sets aside what the old "
+                      "run had shrunk; a cutting-plane cache is rebuilt over the same rows (more "
+                      "may follow them; labels and options must agree); 1-slack restarts from its "
+                      "planes (scaled by C_new/C_old); online-dual resumes where it stopped. A "
+                      "model file stands for the MODEL_FILE.state.npz beside it."),
 ]
 
 
@@ -107,10 +111,6 @@ def check_control_options(task, bias, model_format, c, mode="n-slack"):
     if model_format == "liblinear" and used:
         raise click.BadParameter(f"{', '.join(used)}: LIBLINEAR's model format cannot record "
                                  f"them; use --format svmtrain", param_hint="--format")
-    for key, flag in (("warm_start_file", "--warm-start"), ("save_state_file", "--save-state")):
-        if c[key] and task == "sequence" and mode == "n-slack":
-            raise click.BadParameter("the sequence task grows its constraints by cutting planes; "
-                                     "dual states cover tasks that list them", param_hint=flag)
 
 
 def read_controls(task_name, zero_based, c):
@@ -202,8 +202,6 @@ class ControlledRun:
         preparer(block, task.grouping)
         preparer.finish()
         self.task = ControlledTask(task, controls, bias)
-        if c["warm_start_file"] or c["save_state_file"]:
-            self.task.needs_listing = "--warm-start" if c["warm_start_file"] else "--save-state"
         try:
             self.task.layout(Geometry(block.n_features, self.solver_bias))
         except ControlError as e:
@@ -215,11 +213,14 @@ class ControlledRun:
             except StateError as e:
                 raise InputError(str(e)) from None
             self.task.start_alpha = controls.state.start_alpha(C)
+            self.task.start_shrink = controls.state.thresholds
+            self.task.state, self.task.C = controls.state, C     # a cutting-plane cache's
 
     def finish(self, result):
         """The solver's w_hat back to the model's w; the certificate priced at the stored w."""
-        if self.warning:
-            click.echo(f"svmtrain: warning: {self.warning}", err=True)
+        for warning in (self.warning, getattr(self.task, "warning", None)):
+            if warning:
+                click.echo(f"svmtrain: warning: {warning}", err=True)
         if not self.active or not self.controls.reparametrized:
             return
         from svmtrain import objective
@@ -235,13 +236,21 @@ class ControlledRun:
         result.relative_gap = relative_gap(result.primal, result.dual)
 
     def save_state(self, result, model_file=None):
-        """Write the dual state to --save-state, or (an interrupted run) to MODEL_FILE.state.npz;
-        returns its path, or None when there is none (no option, or constraints not listed)."""
+        """Write the dual state to --save-state, or (an interrupted run) to MODEL_FILE.state.npz:
+        the alphas of the listed constraints, or the cutting-plane cache (its constraints' terms
+        and alphas). Returns its path, or None when there is none."""
         path = self.c["save_state_file"] or (f"{model_file}.state.npz" if model_file else None)
-        if path is None or result.listed is None:
+        cache = getattr(result, "cache", None)
+        if path is None or (result.listed is None and cache is None):
             return None
         from svmtrain.state import save_state
-        save_state(path, task=self.inner.name, C=self.C, examples=result.examples,
-                   block=self.block, constraints=result.listed, alpha=result.alpha)
+        if result.listed is not None:
+            save_state(path, task=self.inner.name, C=self.C, examples=result.examples,
+                       block=self.block, constraints=result.listed, alpha=result.alpha,
+                       thresholds=result.thresholds)
+        else:
+            save_state(path, task=self.inner.name, C=self.C, examples=result.examples,
+                       block=self.block, constraints=cache, alpha=result.alpha,
+                       cache_layout=self.task.cache_layout(result.geometry))
         return path
 

@@ -204,7 +204,7 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         epoch_bar = tqdm(total=max_epochs, unit="epoch", desc="training", leave=False, file=sys.stderr)
     if trace:
         trace.write(TRACE_HEADERS.get(mode, "# epoch seconds dual primal gap relative_gap exact "
-                                            "active") + "\n")
+                                            "active visited") + "\n")
 
     def on_epoch(r):
         if trace:

@@ -41,6 +41,8 @@ class TrainResult:
     records: list = field(default_factory=list)
     interrupted: bool = False      # stopped early by SIGINT / SIGTERM: a valid model, not converged
     listed: object = None          # the listed constraints (alpha's order), which a dual state keeps
+    thresholds: tuple = (np.inf, np.inf)   # the engine's shrinking thresholds at the end (the state's)
+    cache: object = None           # the cutting-plane cache (alpha's order), which a dual state keeps
 
 
 def _cache(problem, cons):
@@ -72,7 +74,7 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
         return TrainResult(sol.w, sol.alpha, D, P, relative_gap(P, D), sol.epochs,
                            time.perf_counter() - started, sol.converged, geometry,
                            priced.examples, rounds=1, constraints=listed.size,
-                           interrupted=sol.interrupted, listed=listed)
+                           interrupted=sol.interrupted, listed=listed, thresholds=sol.thresholds)
     return _cutting_planes(task, block, path, problem, geometry, C=C, epsilon=epsilon,
                            max_epochs=max_epochs, seed=seed, shrinking=shrinking,
                            on_epoch=on_epoch, inactive_rounds=inactive_rounds, started=started)
@@ -83,9 +85,19 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
     n = problem.n_examples
     cache = Constraints.empty()
     alpha = np.zeros(0)
-    idle = np.zeros(0, np.int64)          # rounds each cached constraint has had alpha == 0
     w = np.zeros(problem.n_w)
     D = 0.0
+    # a hot start (--warm-start): the cache of an earlier run, its alphas projected on this
+    # problem's bounds; the first oracle pass then prices its w and adds what is still violated
+    start = getattr(task, "start_cache", None)
+    start = start(problem, block) if start is not None else None
+    if start is not None and start.size:
+        cache, alpha = start, start.alpha0
+        engine = _cache(problem, cache).engine(alpha)
+        w = engine.w
+        D = objective.dual(w, cache.margin, alpha)
+    idle = np.zeros(cache.size, np.int64)  # rounds each cached constraint has had alpha == 0
+    visited = 0                            # constraints the last re-solve visited
     epochs = 0
     inner_eps = 0.1
     P = rel = np.inf
@@ -95,7 +107,8 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         H, worst = task.worst_offenders(w, problem, block)
         P = 0.5 * float(np.dot(w, w)) + float(np.dot(problem.C, np.maximum(H, 0.0)))
         rel = relative_gap(P, D)
-        record = EpochRecord(epochs, time.perf_counter() - started, D, P, rel, True, cache.size, 0.0)
+        record = EpochRecord(epochs, time.perf_counter() - started, D, P, rel, True, cache.size, 0.0,
+                             visited)
         records.append(record)
         if on_epoch is not None:
             on_epoch(record)
@@ -121,6 +134,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
                     max_epochs=min(max_epochs, INNER_EPOCHS), seed=seed + round_, alpha=alpha,
                     shrinking=shrinking)
         epochs += sol.epochs
+        visited = sol.visits
         w, alpha = sol.w, sol.alpha
         D = objective.dual(w, cache.margin, alpha)
         if interrupt.requested():
@@ -135,7 +149,8 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
     P = priced.primal
     return TrainResult(w, alpha, D, P, relative_gap(P, D), epochs, time.perf_counter() - started,
                        converged, geometry, priced.examples, rounds=round_,
-                       constraints=cache.size, records=records, interrupted=interrupt.requested())
+                       constraints=cache.size, records=records, interrupted=interrupt.requested(),
+                       cache=cache)
 
 
 def _gradients(problem, cons, w):

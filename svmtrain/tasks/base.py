@@ -38,6 +38,7 @@ class Constraints:
     group: np.ndarray
     key: np.ndarray
     alpha0: Optional[np.ndarray] = None   # a hot start for these constraints (--warm-start)
+    shrink0: Optional[tuple] = None       # ... and the shrinking thresholds it continues from
 
     @property
     def size(self):
