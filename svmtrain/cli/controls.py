@@ -248,9 +248,11 @@ class ControlledRun:
             save_state(path, task=self.inner.name, C=self.C, examples=result.examples,
                        block=self.block, constraints=result.listed, alpha=result.alpha,
                        thresholds=result.thresholds)
-        else:
+        else:     # the support only: a constraint at 0 adds nothing to w or D, only work
+            support = np.asarray(result.alpha) > 0
             save_state(path, task=self.inner.name, C=self.C, examples=result.examples,
-                       block=self.block, constraints=cache, alpha=result.alpha,
+                       block=self.block, constraints=cache.select(support),
+                       alpha=np.asarray(result.alpha)[support],
                        cache_layout=self.task.cache_layout(result.geometry))
         return path
 
