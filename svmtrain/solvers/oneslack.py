@@ -66,6 +66,7 @@ MIN_SHARD = 2048
 CACHE_FRACTION = 0.5
 #: the QP over the planes is solved to a gap of QP_FRACTION * epsilon * P (it is small and cheap)
 QP_FRACTION = 0.05
+DEFAULT_IN_OUT = 0.1
 
 
 @dataclass
@@ -274,7 +275,7 @@ class _ClippedWorkingSet(_WorkingSet):
 
 def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                    on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
-                   inactive=DEFAULT_INACTIVE, threads=1, start=None):
+                   inactive=DEFAULT_INACTIVE, threads=1, start=None, in_out=DEFAULT_IN_OUT):
     """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
     apply (the QP's steps are deterministic, over a handful of planes). `start`: a working set
     (read_state) to begin from."""
@@ -342,25 +343,46 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     qp_fraction = QP_FRACTION
     oracle_violation = 0.0
     iteration = 0
+    # the in-out query point (module docstring): the best priced w so far and the step toward the
+    # QP's w; step 1 (no best yet, or in_out off) is the plain cutting-plane algorithm
+    best_w, best_P, best_loss, step = None, np.inf, 0.0, 1.0
     try:
         for iteration in range(1, max_epochs + 1):
             wsq = ws.sqnorm()     # |w|^2 from the Gram matrix: no pass over w
             xi_ws = ws.slack()
+            if best_w is None or step >= 1.0:
+                query, qsq = w, wsq
+            else:
+                query = best_w + step * (w - best_w)
+                qsq = float(np.dot(query, query))
             exact = False
             plane = None
             if use_cache and passes:
-                loss, cols, vals, b = reduce(run(_from_cache, (w, iteration)))
-                estimate = 0.5 * wsq + loss
-                if loss - xi_ws > max(epsilon * estimate, CACHE_FRACTION * oracle_violation):
+                loss, cols, vals, b = reduce(run(_from_cache, (query, iteration)))
+                estimate = 0.5 * qsq + loss
+                violation = b - float(np.dot(vals, w[cols])) - xi_ws
+                if violation > max(epsilon * estimate, CACHE_FRACTION * oracle_violation):
                     plane, hits = (cols, vals, b), hits + 1
                     P_shown = estimate
             if plane is None:
-                parts = run(_from_oracle, (task, w, iteration, use_cache, cache_size))
+                parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size))
                 loss, cols, vals, b = reduce(parts)
                 passes += 1
                 exact = True
-                P = P_shown = 0.5 * wsq + loss
-                oracle_violation = loss - xi_ws
+                P_query = 0.5 * qsq + loss
+                violation = b - float(np.dot(vals, w[cols])) - xi_ws
+                oracle_violation = violation
+                if in_out > 0:
+                    if P_query < best_P:
+                        if best_w is not None and query is not w:
+                            step = min(1.0, 2.0 * step)
+                        best_w, best_P, best_loss = query, P_query, loss
+                    else:
+                        step = max(in_out, 0.5 * step)
+                    P = best_P
+                else:
+                    best_w, best_loss, P = query, loss, P_query
+                P_shown = P
                 rel = relative_gap(P, D)
             record = PlaneRecord(iteration, time.perf_counter() - started, D, P_shown,
                                  relative_gap(P_shown, D), exact, ws.size, 0.0, passes, hits)
@@ -370,19 +392,22 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
             if exact and rel <= epsilon:
                 # confirm with the certificate's own arithmetic (|w|^2 from w itself)
                 D = objective.dual(w, ws.b, ws.beta)
-                P = 0.5 * float(np.dot(w, w)) + loss
+                P = 0.5 * float(np.dot(best_w, best_w)) + best_loss
                 rel = relative_gap(P, D)
                 converged = rel <= epsilon
             if converged or (exact and iteration == max_epochs) or interrupt.requested():
                 break
-            if loss - xi_ws > 1e-12 * max(1.0, abs(loss)) and len(cols):
+            if violation > 1e-12 * max(1.0, abs(b)) and len(cols):
                 ws.add(cols, vals, b)
             elif exact:
-                # nothing is violated beyond the working set: only the QP's accuracy keeps the
-                # gap open; solve it tighter (give up where rounding rules)
-                qp_fraction /= 10
-                if qp_fraction < 1e-10:
-                    break
+                if query is not w:
+                    step = 1.0      # the in-out point's plane does not cut the QP's w: query it
+                else:
+                    # nothing is violated beyond the working set: only the QP's accuracy keeps the
+                    # gap open; solve it tighter (give up where rounding rules)
+                    qp_fraction /= 10
+                    if qp_fraction < 1e-10:
+                        break
             full = qp_every <= 1 or iteration % qp_every == 0
             ws.solve(qp_fraction * epsilon * max(P if np.isfinite(P) else 0.0, 0.5 * wsq + xi_ws),
                      10_000_000 if full else max(ws.size, 1))
@@ -395,6 +420,8 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     # the certificate of the final w: P from the task's own pass (the code verify-bound runs), D
     # with the same |w|^2
     D = objective.dual(w, ws.b, ws.beta)
+    if in_out > 0 and best_w is not None:
+        w = best_w
     priced = objective.primal(task, w, geometry, C, [block], path)
     P = priced.primal
     return OneSlackResult(w, ws.beta.copy(), D, P, relative_gap(P, D), iteration,
