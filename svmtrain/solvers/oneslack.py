@@ -49,18 +49,21 @@ import numpy as np
 
 from svmtrain import interrupt, objective
 from svmtrain._linear import term_dots
-from svmtrain._oneslack import accumulate_plane, gram_row, plane_qp
+from svmtrain._oneslack import accumulate_plane, gram_row, hinge_plane, plane_qp, scatter_planes
 from svmtrain.engine import EpochRecord, relative_gap
 from svmtrain.solvers.nslack import TrainResult
 from svmtrain.tasks.base import Constraints, Geometry
+from svmtrain.tasks.binary import Binary
 
 #: per-example cache size (-f) and plane removal (the CLI's defaults: cli/oneslack_options.py);
 #: bench/README.md, "1-slack", has the measurements behind them
 DEFAULT_CACHE = 10
 DEFAULT_INACTIVE = 50     # Joachims et al.: planes inactive in the last 50 QPs
-#: the shards of the per-example loop: at most this many, with at least MIN_SHARD examples each
+#: the shards of the per-example loop: at most this many, each with at least this many nonzeros and
+#: examples
 MAX_SHARDS = 16
-MIN_SHARD = 2048
+MIN_SHARD_NONZEROS = 100_000
+MIN_SHARD_EXAMPLES = 64
 #: a cached plane stands in for the oracle's while its violation is at least this fraction of the
 #: last oracle plane's (and proves the gap open)
 CACHE_FRACTION = 0.5
@@ -101,6 +104,7 @@ class _Shard:
         self.problem = problem
         self.cache = Constraints.empty()
         self.age = np.zeros(0, np.int64)      # the iteration each cached constraint was last used
+        self.signs = None                     # binary: y_i, once
 
 
 class _Scratch:
@@ -111,6 +115,18 @@ class _Scratch:
         self.mark = np.zeros(n_w, np.uint8)
         self.touched = np.empty(n_w, np.int64)
 
+    def hinge(self, problem, y, w):
+        """The binary task's plane part in one pass (hinge_plane): (loss, cols, vals, b)."""
+        count, loss, b = hinge_plane(problem.indptr, problem.indices, problem.data, problem.n_cols,
+                                     y, problem.C, w, 0.0 if problem.bias is None else float(problem.bias),
+                                     problem.bias is not None, self.dense, self.mark, self.touched)
+        cols = np.sort(self.touched[:count])
+        vals = self.dense[cols]
+        self.dense[cols] = 0.0
+        self.mark[cols] = 0
+        keep = vals != 0.0
+        return loss, cols[keep], vals[keep], b
+
     def plane(self, problem, cons, weight):
         """sum_c weight_c x_c as (sorted columns, values); leaves the buffers zero again."""
         count = accumulate_plane(problem.indptr, problem.indices, problem.data, problem.n_cols,
@@ -119,6 +135,17 @@ class _Scratch:
                                  0.0 if problem.bias is None else float(problem.bias),
                                  problem.bias is not None, problem.stride, self.dense, self.mark,
                                  self.touched)
+        cols = np.sort(self.touched[:count])
+        vals = self.dense[cols]
+        self.dense[cols] = 0.0
+        self.mark[cols] = 0
+        keep = vals != 0.0
+        return cols[keep], vals[keep]
+
+    def total(self, parts):
+        """The sum of sparse (cols, vals) parts, added in list order, as (sorted columns, values)."""
+        count = scatter_planes(self.dense, self.mark, self.touched, 0, [p[0] for p in parts],
+                               [p[1] for p in parts], [1.0] * len(parts))
         cols = np.sort(self.touched[:count])
         vals = self.dense[cols]
         self.dense[cols] = 0.0
@@ -145,29 +172,41 @@ def _best_per_example(g, group):
 
 
 def _shard_bounds(block, grouping, n_examples):
-    """Row bounds of the shards, cut between whole examples; depends only on the data."""
-    if grouping == "whole" or n_examples < 2 * MIN_SHARD:
+    """Row bounds of the shards, cut between whole examples at even shares of the nonzeros (the
+    work of every oracle and plane is about proportional to them); depends only on the data."""
+    nnz = int(block.indptr[-1])
+    n_shards = min(MAX_SHARDS, n_examples // MIN_SHARD_EXAMPLES, nnz // MIN_SHARD_NONZEROS)
+    if grouping == "whole" or n_shards < 2:
         return [(0, block.n_rows)]
     if grouping == "row":
         starts = np.arange(block.n_rows)
     else:   # "consecutive": an example is a run of rows with one qid
         starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1))
-    n_shards = min(MAX_SHARDS, n_examples // MIN_SHARD)
-    cuts = starts[(np.arange(1, n_shards) * len(starts)) // n_shards]
-    edges = [0] + [int(c) for c in cuts] + [block.n_rows]
+    # the example start whose nonzeros before it are nearest below each share
+    before = block.indptr[starts]
+    cuts = starts[np.searchsorted(before, (np.arange(1, n_shards) * nnz) // n_shards, side="right") - 1]
+    edges = [0] + sorted(set(int(c) for c in cuts) - {0}) + [block.n_rows]
     return list(zip(edges[:-1], edges[1:]))
 
 
 class _WorkingSet:
     """The planes (sparse), their offsets b, Gram matrix G, duals beta and idle counters."""
 
-    def __init__(self, n_w):
+    #: w is kept up to date by adding (beta - beta_sum)_k a_k for the planes whose beta moved; it is
+    #: rebuilt from all planes this often, so that rounding does not accumulate
+    REBUILD_EVERY = 50
+
+    def __init__(self, n_w, pool=None, n_threads=1):
         self.cols, self.vals = [], []
         self.b = np.zeros(0)
         self.G = np.zeros((0, 0))
         self.beta = np.zeros(0)
         self.idle = np.zeros(0, np.int64)
         self.scratch = np.zeros(n_w)
+        self.pool, self.n_threads = pool, n_threads
+        self._sum = np.zeros(n_w)
+        self._beta_sum = np.zeros(0)        # the beta that _sum is the sum of
+        self._updates = 0
 
     @property
     def size(self):
@@ -175,7 +214,16 @@ class _WorkingSet:
 
     def add(self, cols, vals, b):
         self.scratch[cols] = vals
-        row = np.append(gram_row(self.scratch, self.cols, self.vals), float(np.dot(vals, vals)))
+        m = self.size
+        if self.pool is None or m < 2 * self.n_threads:
+            dots = gram_row(self.scratch, self.cols, self.vals)
+        else:
+            # the stored planes in one run per thread (each dot is one thread's: the same sums)
+            cuts = [m * t // self.n_threads for t in range(self.n_threads + 1)]
+            dots = np.concatenate(list(self.pool.map(
+                lambda ab: gram_row(self.scratch, self.cols[ab[0]:ab[1]], self.vals[ab[0]:ab[1]]),
+                zip(cuts[:-1], cuts[1:]))))
+        row = np.append(dots, float(np.dot(vals, vals)))
         self.scratch[cols] = 0.0
         m = self.size
         G = np.empty((m + 1, m + 1))
@@ -187,6 +235,7 @@ class _WorkingSet:
         self.vals.append(vals)
         self.b = np.append(self.b, b)
         self.beta = np.append(self.beta, 0.0)
+        self._beta_sum = np.append(self._beta_sum, 0.0)
         self.idle = np.append(self.idle, 0)
 
     def sqnorm(self):
@@ -210,17 +259,38 @@ class _WorkingSet:
         keep = self.idle < inactive
         if np.all(keep):
             return
+        self._sync()       # a dropped plane may still be part of _sum
         idx = np.flatnonzero(keep)
         self.cols = [self.cols[k] for k in idx]
         self.vals = [self.vals[k] for k in idx]
         self.b, self.beta, self.idle = self.b[idx], self.beta[idx], self.idle[idx]
+        self._beta_sum = self._beta_sum[idx]
         self.G = np.ascontiguousarray(self.G[np.ix_(idx, idx)])
 
+    def _sync(self):
+        """_sum = sum_k beta_k a_k: from the planes whose beta moved, or rebuilt now and then."""
+        self._updates += 1
+        if self._updates % self.REBUILD_EVERY == 0:
+            self._sum[:] = 0.0
+            moved = self.beta
+        else:
+            moved = self.beta - self._beta_sum
+        coefs = moved.tolist()
+        no_mark, no_touched = np.zeros(0, np.uint8), np.zeros(0, np.int64)
+        n = len(self._sum)
+        if self.pool is None:
+            scatter_planes(self._sum, no_mark, no_touched, 0, self.cols, self.vals, coefs)
+        else:
+            # one column range per thread (every entry sums its planes in the same order)
+            cuts = [n * t // self.n_threads for t in range(self.n_threads + 1)]
+            list(self.pool.map(lambda ab: scatter_planes(self._sum, no_mark, no_touched, 0, self.cols,
+                                                         self.vals, coefs, ab[0], ab[1]),
+                               zip(cuts[:-1], cuts[1:])))
+        self._beta_sum = self.beta.copy()
+
     def w(self, n_w):
-        w = np.zeros(n_w)
-        for k in np.flatnonzero(self.beta > 0):
-            w[self.cols[k]] += self.beta[k] * self.vals[k]
-        return w
+        self._sync()
+        return self._sum.copy()
 
 
 class _ClippedWorkingSet(_WorkingSet):
@@ -269,6 +339,9 @@ class _ClippedWorkingSet(_WorkingSet):
     def drop_idle(self, inactive):
         super().drop_idle(inactive)      # the dropped planes have beta 0: w is unchanged
 
+    def _sync(self):
+        pass                             # the engine keeps w
+
     def w(self, n_w):
         return self._w.copy()
 
@@ -315,20 +388,16 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
         if len(parts) == 1:
             return parts[0]
         loss = b = 0.0
-        dense = ws.scratch
-        for part_loss, cols, vals, part_b in parts:
+        for part_loss, _cols, _vals, part_b in parts:
             loss += part_loss
             b += part_b
-            dense[cols] += vals
-        cols = np.unique(np.concatenate([p[1] for p in parts])) if parts else np.zeros(0, np.int64)
-        vals = dense[cols]
-        dense[cols] = 0.0
-        keep = vals != 0.0
-        return loss, cols[keep], vals[keep], b
+        cols, vals = summing.total([(p[1], p[2]) for p in parts])
+        return loss, cols, vals, b
 
     nonneg = getattr(whole, "nonneg", None)
     ws = (_ClippedWorkingSet(n_w, nonneg) if nonneg is not None and np.any(nonneg)
-          else _WorkingSet(n_w))
+          else _WorkingSet(n_w, pool, n_threads))
+    summing = _Scratch(n_w) if len(shards) > 1 else None    # reduce's own buffers
     w = np.zeros(n_w)
     D = 0.0
     if start is not None:
@@ -434,6 +503,11 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size):
     """The shard's part of the oracle plane: (loss, cols, vals, b); updates its cache."""
     problem, block = shard.problem, shard.block
+    if type(task) is Binary:
+        # one scoring pass that also sums the plane (the signs are the shard's, computed once)
+        if shard.signs is None:
+            shard.signs = np.ascontiguousarray(task.signs(block, problem.path), dtype=np.float64)
+        return scratch.hinge(problem, shard.signs, np.ascontiguousarray(w, dtype=np.float64))
     agg = task.aggregated_offender(w, problem, block)
     if agg is not None:
         loss, plane = agg
