@@ -97,7 +97,7 @@ def bench_agreement(data, quick, repeat):
             table.records.append({"data": label, "task": task, "epsilon": eps, "nslack": n,
                                   "oneslack": o, "relative_primal_difference": diff})
     table.notes += [
-        "svmtrain train -t TASK --mode MODE -e E (defaults otherwise: -f 10, one thread), one run "
+        "svmtrain train -t TASK --mode MODE -e E (defaults otherwise: -f 0, --in-out 0.1, one thread), one run "
         "each; s = solver clock. |dP|/P must be within E (both primals are within E of the optimum).",
         "pendigits: features / 100; cpusmall: features and target min-max scaled to [-1, 1]; "
         "conll2000: svmtools conll2svm default features, 8,936 sentences, -c 0.1 -e 1e-2.",
