@@ -181,6 +181,11 @@ def bench_speed(data, quick, repeat):
             record = {"data": label, "liblinear": ll, "oneslack": o, "plain": plain,
                       "ratio_liblinear": o["train"] / t_ll, "ratio_plain": o["train"] / plain["train"],
                       "load_before": load}
+            two = train(path, task, "1-slack", target, repeat, tmp, extra=["--threads", "2"])
+            table.rows.append([label, "LIBLINEAR (1-slack --threads 2)", _gap(ll["relative_gap"]),
+                               fs(t_ll), _gap(two["relative_gap"]), two["iterations"],
+                               fs(two["train"]), fr(two["train"] / t_ll), ""])
+            record.update(two_threads=two, ratio_liblinear_two_threads=two["train"] / t_ll)
             if task == "binary":
                 n = train(path, task, "n-slack", target, repeat, tmp)
                 table.rows.append([label, "svmtrain n-slack", _gap(n["relative_gap"]), fs(n["train"]),
@@ -194,7 +199,8 @@ def bench_speed(data, quick, repeat):
         "LIBLINEAR at its default -e 0.1, fresh process, clock around train(); its relative gap "
         "(P - D) / P is the target of svmtrain -e. Best of the repeats for every time. The row "
         "'1-slack --in-out 0' is the plain cutting-plane algorithm (peer s = its time, iter = "
-        "in-out's). load = 1-minute load average before the first and after the last run of a "
+        "in-out's); '(1-slack --threads 2)': the same 1-slack run with two threads against the "
+        "one-thread LIBLINEAR. load = 1-minute load average before the first and after the last run of a "
         "data set (2 cores, shared).",
     ]
     return table

@@ -365,6 +365,9 @@ def test_verify_bound_certifies_a_one_slack_model(shared, tmp_path):
     (["--mode", "1-slack", "-f", "-1"], "-f"),
     (["--mode", "1-slack", "--qp-every", "0"], "--qp-every"),
     (["--mode", "1-slack", "--drop-inactive", "x"], "--drop-inactive"),
+    (["--in-out", "0.5"], "--in-out"),
+    (["--mode", "1-slack", "--in-out", "1.5"], "--in-out"),
+    (["--mode", "1-slack", "--in-out", "-0.1"], "--in-out"),
     (["--mode", "2-slack"], "--mode"),
 ])
 def test_bad_one_slack_options_exit_2_before_reading(args, flag, tmp_path):
