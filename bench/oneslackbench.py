@@ -7,6 +7,7 @@ is the solver clock at the last trace line, figures from the summary line and th
 """
 
 import math
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -53,6 +54,11 @@ def _gap(x):
     return f"{x:.1e}"
 
 
+def _load():
+    """The 1-minute load average now (the machine is shared: a second thread needs a free core)."""
+    return f"{os.getloadavg()[0]:.1f}"
+
+
 def _sets(data, quick):
     """(label, task, path, extra args, epsilon) of the agreement benchmark."""
     conll = data.cache / "conll2000.train.svm"
@@ -91,7 +97,7 @@ def bench_agreement(data, quick, repeat):
             table.records.append({"data": label, "task": task, "epsilon": eps, "nslack": n,
                                   "oneslack": o, "relative_primal_difference": diff})
     table.notes += [
-        "svmtrain train -t TASK --mode MODE -e E (defaults otherwise: -f 10, one thread), one run "
+        "svmtrain train -t TASK --mode MODE -e E (defaults otherwise: -f 0, --in-out 0.1, one thread), one run "
         "each; s = solver clock. |dP|/P must be within E (both primals are within E of the optimum).",
         "pendigits: features / 100; cpusmall: features and target min-max scaled to [-1, 1]; "
         "conll2000: svmtools conll2svm default features, 8,936 sentences, -c 0.1 -e 1e-2.",
@@ -155,28 +161,47 @@ def bench_speed(data, quick, repeat):
     table = Table("oneslack-speed", "time to the same relative gap (C=1, no bias): 1-slack "
                   "against LIBLINEAR and our n-slack", ["data", "peer", "peer gap", "peer s",
                                                         "1-slack gap", "iter", "1-slack s",
-                                                        "1-slack/peer"])
+                                                        "1-slack/peer", "load"])
     with tempfile.TemporaryDirectory() as tmp:
         for label, task, path, solver in (("kddcup99 binary", "binary", binary, 3),
                                           ("a9a", "binary", data.plain("a9a/a9a"), 3),
                                           ("kddcup99 [0,1] 1/5", "multiclass", multi, 4)):
+            load = _load()
             t_ll, ll = liblinear(path, solver, 0.1, repeat)
             target = max(ll["relative_gap"], 1e-6)
             o = train(path, task, "1-slack", target, repeat, tmp)
+            # the plain cutting-plane algorithm (no in-out query points), for comparison
+            plain = train(path, task, "1-slack", target, repeat, tmp, extra=["--in-out", "0"])
             table.rows.append([label, f"LIBLINEAR -s {solver} -e 0.1", _gap(ll["relative_gap"]),
                                fs(t_ll), _gap(o["relative_gap"]), o["iterations"], fs(o["train"]),
-                               fr(o["train"] / t_ll)])
-            record = {"data": label, "liblinear": ll, "oneslack": o, "ratio_liblinear": o["train"] / t_ll}
+                               fr(o["train"] / t_ll), load])
+            table.rows.append([label, "1-slack --in-out 0", _gap(plain["relative_gap"]),
+                               fs(plain["train"]), _gap(o["relative_gap"]), o["iterations"],
+                               fs(o["train"]), fr(o["train"] / plain["train"]), ""])
+            record = {"data": label, "liblinear": ll, "oneslack": o, "plain": plain,
+                      "ratio_liblinear": o["train"] / t_ll, "ratio_plain": o["train"] / plain["train"],
+                      "load_before": load}
+            two = train(path, task, "1-slack", target, repeat, tmp, extra=["--threads", "2"])
+            table.rows.append([label, "LIBLINEAR (1-slack --threads 2)", _gap(ll["relative_gap"]),
+                               fs(t_ll), _gap(two["relative_gap"]), two["iterations"],
+                               fs(two["train"]), fr(two["train"] / t_ll), ""])
+            record.update(two_threads=two, ratio_liblinear_two_threads=two["train"] / t_ll)
             if task == "binary":
                 n = train(path, task, "n-slack", target, repeat, tmp)
                 table.rows.append([label, "svmtrain n-slack", _gap(n["relative_gap"]), fs(n["train"]),
                                    _gap(o["relative_gap"]), o["iterations"], fs(o["train"]),
-                                   fr(o["train"] / n["train"])])
+                                   fr(o["train"] / n["train"]), ""])
                 record.update(nslack=n, ratio_nslack=o["train"] / n["train"])
+            record["load_after"] = _load()
+            table.rows[-1][-1] = record["load_after"]
             table.records.append(record)
     table.notes += [
         "LIBLINEAR at its default -e 0.1, fresh process, clock around train(); its relative gap "
-        "(P - D) / P is the target of svmtrain -e. Best of the repeats for every time.",
+        "(P - D) / P is the target of svmtrain -e. Best of the repeats for every time. The row "
+        "'1-slack --in-out 0' is the plain cutting-plane algorithm (peer s = its time, iter = "
+        "in-out's); '(1-slack --threads 2)': the same 1-slack run with two threads against the "
+        "one-thread LIBLINEAR. load = 1-minute load average before the first and after the last run of a "
+        "data set (2 cores, shared).",
     ]
     return table
 
@@ -192,20 +217,26 @@ def bench_threads(data, quick, repeat):
                  _head_sentences(conll, data.cache / "conll2000.train.head300", 300), [], 1e-2)]
     table = Table("oneslack-threads", "1-slack with --threads 2 against --threads 1 (2 cores, "
                   "shared machine)", ["data", "task", "-e", "1 thread s", "2 threads s", "speed-up",
-                                      "same model"])
+                                      "same model", "load"])
     with tempfile.TemporaryDirectory() as tmp:
         for label, task, path, extra, eps in sets:
-            runs = {}
+            runs, loads = {}, []
             for threads in (1, 2):
                 sub = Path(tmp) / f"t{threads}"
                 sub.mkdir(exist_ok=True)
-                runs[threads] = train(path, task, "1-slack", eps, 1, sub,
+                loads.append(_load())
+                runs[threads] = train(path, task, "1-slack", eps, repeat, sub,
                                       extra=[*extra, "--threads", threads])
+            loads.append(_load())
             same = Path(runs[1]["model"]).read_bytes() == Path(runs[2]["model"]).read_bytes()
             table.rows.append([label, task, f"{eps:g}", fs(runs[1]["train"]), fs(runs[2]["train"]),
-                               f"{runs[1]['train'] / runs[2]['train']:.2f}x", "yes" if same else "NO"])
-            table.records.append({"data": label, "one": runs[1], "two": runs[2], "identical": same})
-    table.notes.append("One run each; same model = the two model files are byte for byte equal.")
+                               f"{runs[1]['train'] / runs[2]['train']:.2f}x", "yes" if same else "NO",
+                               " / ".join(loads)])
+            table.records.append({"data": label, "one": runs[1], "two": runs[2], "identical": same,
+                                  "load": loads})
+    table.notes.append("Best of --repeat runs each; same model = the two model files (of the last "
+                       "runs) are byte for byte equal; load = 1-minute load average before the "
+                       "1-thread runs, before the 2-thread runs and after (2 cores, shared).")
     return table
 
 

@@ -187,13 +187,14 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
                 free -= t
                 if free < 0:
                     free = 0
-            # g -= t (G[:, i] - G[:, j])
+            # g -= t (G[:, i] - G[:, j]), read along rows i and j (G is symmetric; rows are
+            # contiguous)
             for k in range(m):
                 gi = 0.0
                 if i >= 0:
-                    gi += G[k, i]
+                    gi += G[i, k]
                 if j >= 0:
-                    gi -= G[k, j]
+                    gi -= G[j, k]
                 g[k] -= t * gi
             steps += 1
     return steps, gap
@@ -223,3 +224,129 @@ def gram_row(double[::1] dense, planes_cols, planes_vals):
                 s += dense[cb[p]] * vb[p]
         res[k] = s
     return out
+
+
+cdef inline int64_t _lower_bound(const int64_t[::1] a, int64_t x) noexcept nogil:
+    """The first index p with a[p] >= x (a sorted)."""
+    cdef int64_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touched,
+                   int64_t n_touched, planes_cols, planes_vals, coefs, int64_t lo=0, int64_t hi=-1):
+    """dense += coef_k a_k for sparse planes (cols, vals), in list order, skipping coef 0.
+
+    With `mark` (same length as dense) every entry written for the first time is marked and
+    appended to `touched` after its first n_touched entries, as in accumulate_plane; returns the
+    new count. An empty `mark` skips the bookkeeping (a dense w updated in place); then with
+    0 <= lo <= hi only the columns in [lo, hi) are written, the planes' columns being sorted, so that
+    threads can share one w by column ranges (each entry sums its planes in list order: the same
+    result for any split). Each plane's loop runs without the GIL."""
+    cdef int64_t n_w = dense.shape[0], k, p, col, m = len(planes_cols), first, last
+    cdef bint track = mark.shape[0] > 0
+    cdef const int64_t[::1] cb
+    cdef const double[::1] vb
+    cdef double a
+    if len(planes_vals) != m or len(coefs) != m:
+        raise ValueError("planes and coefficients differ in number")
+    if track and (mark.shape[0] != n_w or touched.shape[0] < n_w or not 0 <= n_touched <= n_w):
+        raise ValueError("mark and touched must cover dense")
+    cdef bint ranged = hi >= 0      # else every column (those past w are an error)
+    if ranged and (track or lo < 0 or hi > n_w or lo > hi):
+        raise ValueError("a column range applies to an untracked scatter, inside w")
+    cdef bint bad = False
+    for k in range(m):
+        a = coefs[k]
+        if a == 0.0:
+            continue
+        cb = planes_cols[k]
+        vb = planes_vals[k]
+        if cb.shape[0] != vb.shape[0]:
+            raise ValueError("a plane's cols and vals differ in length")
+        with nogil:
+            if not ranged:
+                first, last = 0, cb.shape[0]
+            else:
+                # the run of sorted columns inside [lo, hi): binary searches for its ends
+                first, last = _lower_bound(cb, lo), _lower_bound(cb, hi)
+            for p in range(first, last):       # bounds first: the loops below trust them
+                if cb[p] < 0 or cb[p] >= n_w:
+                    bad = True
+            if not bad:
+                if track:
+                    for p in range(first, last):
+                        col = cb[p]
+                        dense[col] += a * vb[p]
+                        if not mark[col]:
+                            mark[col] = 1
+                            touched[n_touched] = col
+                            n_touched += 1
+                else:
+                    for p in range(first, last):
+                        dense[cb[p]] += a * vb[p]
+        if bad:
+            raise ValueError("a plane reaches beyond w")
+    return n_touched
+
+
+def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+                int64_t n_cols, const double[::1] y, const double[::1] C, const double[::1] w,
+                double bias, bint use_bias, double[::1] scratch, unsigned char[::1] mark,
+                int64_t[::1] touched):
+    """The binary task's 1-slack plane in one pass over the rows (x_i1 = y_i x_i, l_i1 = 1):
+    H_i = 1 - y_i w.x_i; scratch += sum over H_i > 0 of C_i y_i x_i, marking new entries in
+    `touched` as accumulate_plane does. Returns (count, sum_i C_i max(0, H_i), sum_{H_i > 0} C_i).
+    The bias weight, when used, is w[n_cols] with feature value `bias`. Runs without the GIL."""
+    cdef int64_t n = indptr.shape[0] - 1, n_w = scratch.shape[0], i, p, col, count = 0
+    cdef int64_t bias_col = n_cols
+    cdef double s, h, a, loss = 0.0, b = 0.0
+    if y.shape[0] != n or C.shape[0] != n:
+        raise ValueError("y and C must have one entry per row")
+    if w.shape[0] != n_w or mark.shape[0] != n_w or touched.shape[0] < n_w:
+        raise ValueError("w, scratch, mark and touched must have the same length")
+    if n_cols < 0 or n_cols + (1 if use_bias else 0) > n_w:
+        raise ValueError("the columns reach beyond w")
+    if indptr[0] != 0 or indptr[n] > indices.shape[0] or indices.shape[0] != data.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("inconsistent CSR arrays")
+    for p in range(indptr[n]):
+        if indices[p] < 0:
+            raise ValueError("a negative column index")
+    with nogil:
+        for i in range(n):
+            s = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                col = indices[p]
+                if col < n_cols:
+                    s += w[col] * data[p]
+            if use_bias:
+                s += w[bias_col] * bias
+            h = 1.0 - y[i] * s
+            if h <= 0.0:
+                continue
+            loss += C[i] * h
+            b += C[i]
+            a = C[i] * y[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                col = indices[p]
+                if col < n_cols:
+                    scratch[col] += a * data[p]
+                    if not mark[col]:
+                        mark[col] = 1
+                        touched[count] = col
+                        count += 1
+            if use_bias:
+                scratch[bias_col] += a * bias
+                if not mark[bias_col]:
+                    mark[bias_col] = 1
+                    touched[count] = bias_col
+                    count += 1
+    return count, loss, b
