@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -501,3 +502,181 @@ def train_cocoa(s: Session, task_class, path, *, zero_based, options, C, bias, e
     return task, CocoaResult(w, D, P, rel, round_, time.perf_counter() - started, converged,
                              geometry, examples, round_, constraints, K,
                              interrupted=interrupt.requested())
+
+
+# -- training: 1-slack -----------------------------------------------------------------------------
+#
+# The 1-slack loop (svmtrain.solvers.oneslack.train_oneslack) runs on the client: the working set of
+# planes, its Gram matrix and the small QP. Its per-example work runs where the data is: the file is
+# cut into one partition of whole examples per worker thread, each worker loads its byte range once
+# and keeps the partition as a shard (rows, Problem, offender cache) in its memory for the whole run.
+# Each iteration w is scattered to every worker once, every shard returns its part of the plane
+# (oneslack's `_from_oracle` / `_from_cache`, the very functions the embedded run calls on its
+# shards), and the client adds the parts in partition order: the model is bit for bit the same for a
+# given number of partitions, whatever the timing. A shard lost with its worker is rebuilt by Dask
+# from its byte range on another worker (its task's lineage); its offender cache then starts empty,
+# which changes which planes the run takes, not what it converges to or its certificate.
+
+#: w is scattered to every worker once per iteration above this size; a smaller one travels inside
+#: the tasks (a scatter costs scheduler round trips: ~40 ms per iteration on this machine)
+SCATTER_BYTES = 1 << 20
+
+_scratches = threading.local()   # per worker thread: the dense buffers a shard sums its plane into
+
+
+def _scratch(n_w):
+    from svmtrain.solvers.oneslack import _Scratch
+    s = getattr(_scratches, "buffers", None)
+    if s is None or len(s.dense) != n_w:
+        s = _scratches.buffers = _Scratch(n_w)
+    return s
+
+
+def _shard_bytes(shard):
+    """What a shard holds, so that the scheduler runs its tasks where it is rather than moving it."""
+    total = 0
+    for owner in (shard.block, shard.problem, shard.cache):
+        for value in vars(owner).values():
+            if isinstance(value, np.ndarray):
+                total += value.nbytes
+    return total + shard.age.nbytes
+
+
+def _open_shard(block, task, path, C, geometry):
+    """A partition's shard (on its worker): its Problem and an empty offender cache."""
+    from dask.sizeof import sizeof
+    from svmtrain.solvers.oneslack import _Shard
+    sizeof.register(_Shard)(_shard_bytes)
+    return _Shard(block, task.problem(block, path, C, geometry))
+
+
+def _shard_call(shard, fn, n_w, *args):
+    return fn(shard, _scratch(n_w), *args)
+
+
+def _shard_losses(shard, task, w, geometry, C, path):
+    return _partition_losses_block(task, w, geometry, C, path, shard.block)
+
+
+def _shard_rows(shard):
+    return shard.block.n_rows
+
+
+def _qids(block):
+    return np.unique(block.qid)
+
+
+class DaskShards:
+    """oneslack's shard executor on a cluster (the interface of oneslack.LocalShards): one shard per
+    worker thread, kept in the workers' memory across iterations."""
+
+    def __init__(self, s: Session, task_class, path, *, zero_based, options, C, bias,
+                 partitions_count=None):
+        from svmtrain.tasks.base import Geometry
+        if path == "-":
+            raise NotListable("-: training on Dask reads the file on the workers, which cannot "
+                              "read this standard input: give a file name (on a cluster, on a "
+                              "shared file system)")
+        grouping = task_class.grouping
+        if grouping == "whole":
+            if task_class.name != "ranking":
+                raise NotListable(f"{path}: the {task_class.name} task's examples may lie "
+                                  f"anywhere in the file: 1-slack on Dask cannot cut it into "
+                                  f"partitions; train without --workers / --scheduler")
+            grouping = "consecutive"     # a query's lines must be one run: checked below
+        client = self.client = s.client
+        self.path, self.C = path, C
+        workers = sorted(client.scheduler_info()["workers"].items())
+        slots = [addr for addr, info in workers for _ in range(max(1, info.get("nthreads", 1)))]
+        K = partitions_count or len(slots)
+        spans = partitions(path, grouping, count=K)
+        self.blocks = [client.submit(_load, path, zero_based, span, pure=False,
+                                     workers=[slots[k % len(slots)]], allow_other_workers=True)
+                       for k, span in enumerate(spans)]
+        labelled = task_class.name not in ("regression", "ranking")
+        infos = client.gather([client.submit(_label_rows, b, labelled, pure=False)
+                               for b in self.blocks])
+        if task_class.name == "ranking":
+            self._check_queries_in_runs(path)
+        n_features = max(i[1] for i in infos)
+        self.task = task_class.from_training_data(data.concat_blocks([i[2] for i in infos]), path,
+                                                  options)
+        self.geometry = Geometry(n_features, bias)
+        self.n_w = self.task.n_weights(self.geometry)
+        self.nonneg = None
+        self.shards = [client.submit(_open_shard, b, self.task, path, C, self.geometry, pure=False)
+                       for b in self.blocks]
+        from distributed import wait
+        wait(self.shards)
+        for f in self.shards:
+            if f.status == "error":
+                f.result()                # the data error, named by file and line
+
+    def _check_queries_in_runs(self, path):
+        seen = {}
+        for k, q in enumerate(self.client.gather([self.client.submit(_qids, b, pure=False)
+                                                  for b in self.blocks])):
+            for qid in q.tolist():
+                if qid in seen:
+                    raise NotListable(f"{path}: query qid:{qid:g} has lines in two parts of the "
+                                      f"file: 1-slack ranking on Dask needs each query's lines "
+                                      f"together (sort the file by qid), or train without "
+                                      f"--workers / --scheduler")
+                seen[qid] = k
+
+    @property
+    def partitions(self):
+        return len(self.shards)
+
+    def run(self, fn, args):
+        """fn(shard, scratch, *args) on every shard where it lives; w (the arrays of args) is
+        scattered once to every worker. The results in partition order."""
+        client = self.client
+        sent = [client.scatter(a, broadcast=True, hash=False)
+                if isinstance(a, np.ndarray) and a.nbytes > SCATTER_BYTES else a for a in args]
+        futures = [client.submit(_shard_call, shard, fn, self.n_w, *sent, pure=False)
+                   for shard in self.shards]
+        parts = client.gather(futures)
+        del futures, sent
+        return parts
+
+    def price(self, w):
+        """P(w) and the number of examples, summed as verify-bound sums them (file order)."""
+        from svmtrain.objective import PrimalAccumulator
+        acc = PrimalAccumulator(self.task, w, self.geometry, self.C, self.path)
+        sent = self.client.scatter(w, broadcast=True, hash=False)
+        futures = [self.client.submit(_shard_losses, shard, self.task, sent, self.geometry, self.C,
+                                      self.path, pure=False) for shard in self.shards]
+        for losses, n in self.client.gather(futures):
+            acc.add_losses(losses, n)
+        return acc.value()
+
+    def close(self):
+        """The shards stay until the session closes (a later price or state needs nothing)."""
+        for f in self.shards + self.blocks:
+            f.release()
+        self.shards, self.blocks = [], []
+
+
+def cluster_failure(e: BaseException) -> bool:
+    """Whether e is Dask giving up on the run's tasks (workers lost beyond its retries)."""
+    try:
+        from distributed import KilledWorker
+        from distributed.client import FutureCancelledError
+    except ImportError:
+        return False
+    return isinstance(e, (KilledWorker, FutureCancelledError, ClusterError))
+
+
+def train_oneslack(s: Session, task_class, path, *, zero_based, options, C, bias, start_state=None,
+                   partitions_count=None, **solver_options):
+    """1-slack training on the cluster. Returns (task, OneSlackResult, partitions).
+    start_state(task, n_w): the working set to begin from (read_state), or None."""
+    from svmtrain.solvers.oneslack import train_oneslack as oneslack
+    shards = DaskShards(s, task_class, path, zero_based=zero_based, options=options, C=C, bias=bias,
+                        partitions_count=partitions_count)
+    if start_state is not None:
+        solver_options["start"] = start_state(shards.task, shards.n_w)
+    K = shards.partitions
+    result = oneslack(shards.task, None, path, C=C, bias=bias, shards=shards, **solver_options)
+    return shards.task, result, K

@@ -248,3 +248,80 @@ def test_standard_input_is_read_by_the_client(cluster, a9a_model, tmp_path):
     assert on_dask.exit_code == 0 and on_dask.stdout == alone.stdout
     r = run("train", "--scheduler", cluster.scheduler_address, "-", tmp_path / "m", input=A9A.read_bytes())
     assert r.exit_code == 2 and "standard input" in r.output
+
+
+# -- training (1-slack) ----------------------------------------------------------------------------
+
+OPTIONS = {"p": 0.1, "loss": None, "rescaling": "margin"}
+
+
+def _oneslack_on(cluster_address, path, task, n_partitions, **kw):
+    s = distributed.Session(None, cluster_address)
+    try:
+        args = dict(zero_based=False, options=OPTIONS, C=1.0, bias=None, epsilon=1e-2,
+                    max_epochs=2000, seed=1, partitions_count=n_partitions)
+        args.update(kw)
+        return distributed.train_oneslack(s, task_class(task), str(path), **args)
+    finally:
+        s.close()
+
+
+def _head(path, lines, tmp_path):
+    if not lines:
+        return path
+    head = tmp_path / f"{path.name}.head"
+    head.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:lines]))
+    return head
+
+
+@pytest.mark.parametrize("path, task, lines, C, eps", [
+    (A9A, "binary", None, 1.0, 1e-3), (PENDIGITS, "multiclass", 400, 1.0, 1e-2),
+    (CPUSMALL, "regression", None, 1.0, 1e-2), (CONLL, "sequence", 800, 0.1, 5e-2),
+    (DATA / "ohsumed.train.sample", "ranking", None, 0.01, 1e-2)])
+def test_oneslack_on_dask_is_the_embedded_model(cluster, path, task, lines, C, eps, tmp_path):
+    """One partition: the embedded run (one shard below 4096 examples) bit for bit; 2 and 4
+    partitions: certified, within the strong-convexity distance of the embedded model."""
+    path = _head(path, lines, tmp_path)
+    embedded = tmp_path / "embedded.model"
+    r = run("train", "-q", "-m", "1-slack", "-t", task, "-c", C, "-e", eps, path, embedded)
+    assert r.exit_code == 0, r.output
+    e = read_model(embedded)
+    w_e = np.asarray(e.w, float).ravel()
+    for k in (1, 2, 4):
+        t, r, K = _oneslack_on(cluster.scheduler_address, path, task, k, C=C, epsilon=eps)
+        assert K == k and r.converged and r.relative_gap <= eps
+        w_d = np.asarray(t.model_weights(r.w, r.geometry), float).ravel()
+        if k == 1:
+            assert np.array_equal(w_d, w_e) and (r.dual, r.primal) == (e.dual, e.primal)
+            continue
+        assert r.dual <= e.primal and e.dual <= r.primal
+        bound = np.sqrt(2 * (r.primal - r.dual)) + np.sqrt(2 * (e.primal - e.dual))
+        assert np.linalg.norm(w_d - w_e) <= bound
+
+
+def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path):
+    path = _head(PENDIGITS, 400, tmp_path)
+    models = [tmp_path / "a.model", tmp_path / "b.model"]
+    for m in models:
+        r = run("train", "-m", "1-slack", "-t", "multiclass", "-e", "1e-2", "--scheduler",
+                cluster.scheduler_address, path, m)
+        assert r.exit_code == 0, r.output
+        assert "1-slack on Dask (4 partitions)" in r.stderr
+    assert models[0].read_bytes() == models[1].read_bytes()
+    import json
+    v = run("verify-bound", "--json", models[0], path)
+    assert v.exit_code == 0 and json.loads(v.stdout)["primal"] == read_model(models[0]).primal
+
+
+def test_oneslack_on_dask_refuses_what_it_cannot_cut(cluster, tmp_path):
+    lines = (DATA / "ohsumed.train.sample").read_bytes().splitlines(keepends=True)
+    scattered = tmp_path / "scattered"
+    scattered.write_bytes(b"".join(lines[::2] + lines[1::2]))     # every query's lines in two runs
+    r = run("train", "-m", "1-slack", "-t", "ranking", "--scheduler", cluster.scheduler_address,
+            scattered, tmp_path / "m")
+    assert r.exit_code == 2 and "has lines in two parts" in r.output, r.output
+    r = run("train", "-m", "1-slack", "-t", "constraints", "--workers", "2", A9A, tmp_path / "m")
+    assert r.exit_code == 2 and "1-slack training is for the" in r.output
+    r = run("train", "-m", "1-slack", "--threads", "2", "--workers", "2", A9A, tmp_path / "m")
+    assert r.exit_code == 2 and "--threads" in r.output
+    assert not (tmp_path / "m").exists()
