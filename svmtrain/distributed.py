@@ -39,6 +39,7 @@ from svmtrain import data
 PARTITION_BYTES = 64 << 20   # verify-bound / predict: the size of a partition (not of the cluster)
 LOCAL_EPOCHS = 2             # CoCoA+: engine epochs on each partition per round
 INSTALL_HINT = "pip install 'svmtrain[dask]'"
+CONNECT_TIMEOUT = "30s"      # joining a scheduler; also how long a lost one is waited for
 
 
 class DaskMissing(RuntimeError):
@@ -77,7 +78,7 @@ class Session:
             from distributed import Client, LocalCluster
             try:
                 if self.scheduler:
-                    self._client = Client(self.scheduler, timeout="30s")
+                    self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
                 else:
                     # one thread per process: the kernels release the GIL, one core each
                     self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
