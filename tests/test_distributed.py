@@ -324,6 +324,13 @@ def test_oneslack_on_dask_refuses_what_it_cannot_cut(cluster, tmp_path):
     assert r.exit_code == 2 and "1-slack training is for the" in r.output
     r = run("train", "-m", "1-slack", "--threads", "2", "--workers", "2", A9A, tmp_path / "m")
     assert r.exit_code == 2 and "--threads" in r.output
+    # the training controls are not honoured on Dask: refused by their own flag, before the data
+    for flags, named in ((["-w", "1", "2"], "-w does not"), (["--nonneg", "all"], "--nonneg"),
+                         (["--prior", HEART], "--prior does not"), (["--class-weight", "balanced"],
+                                                                    "--class-weight does not")):
+        for mode in ("1-slack", "n-slack"):
+            r = run("train", "-m", mode, *flags, "--workers", "2", HEART, tmp_path / "m")
+            assert r.exit_code == 2 and named in r.output, (flags, r.output)
     assert not (tmp_path / "m").exists()
 
 
@@ -382,3 +389,12 @@ def test_a_lost_cluster_leaves_the_working_set_and_no_model(tmp_path, monkeypatc
                   path, model)
     assert resumed.exit_code == 0, resumed.output
     assert read_model(model).relative_gap <= 1e-3
+
+
+def test_oneslack_on_dask_honours_the_bias_feature(cluster, tmp_path):
+    embedded = tmp_path / "embedded.model"
+    assert run("train", "-q", "-m", "1-slack", "-B", "1", "-e", "1e-2", HEART, embedded).exit_code == 0
+    e = read_model(embedded)
+    t, r, _ = _oneslack_on(cluster.scheduler_address, HEART, "binary", 1, bias=1.0)
+    assert np.array_equal(np.asarray(e.w, float).ravel(), t.model_weights(r.w, r.geometry))
+    assert r.primal == e.primal and len(r.w) == 14      # 13 features and the bias

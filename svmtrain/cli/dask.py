@@ -14,6 +14,12 @@ DASK_OPTIONS = ("workers", "scheduler")
 #: 1-slack on Dask: the tasks whose examples are whole inside byte ranges (a ranking file's queries
 #: must each be one run of lines: checked when the data is read)
 ONESLACK_TASKS = ("binary", "multiclass", "regression", "sequence", "ranking")
+_CONTROL_FLAGS = {"class_weight_pairs": "-w", "prior_model": "--prior"}
+
+
+def control_flag(name):
+    """The flag of a training-control parameter (for the refusals on Dask)."""
+    return _CONTROL_FLAGS.get(name, "--" + name.removesuffix("_file").replace("_", "-"))
 
 
 def dask_options(f):
