@@ -235,7 +235,7 @@ def test_bad_input_on_dask_names_the_file_and_line(cluster, a9a_model, tmp_path,
     bad.write_bytes(b"".join(lines[:1500] + [b"+1 3:1 2:oops\n"] + lines[1500:]))
     monkeypatch.setattr(distributed, "PARTITION_BYTES", 20000)
     for args in (["verify-bound", a9a_model, bad], ["predict", bad, a9a_model, tmp_path / "p"],
-                 ["train", bad, tmp_path / "m"]):
+                 ["train", bad, tmp_path / "m"], ["train", "-m", "1-slack", bad, tmp_path / "m"]):
         r = run(args[0], "--scheduler", cluster.scheduler_address, *args[1:])
         assert r.exit_code == 2 and f"{bad}:1501:" in r.output, r.output
     assert not (tmp_path / "p").exists() and not (tmp_path / "m").exists()
