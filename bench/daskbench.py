@@ -141,7 +141,21 @@ def bench_dask(data, quick, repeat):
         "speed-up 1->2 = (1 worker s) / (2 workers s); train runs the same number of CoCoA+ rounds "
         "(equal work per round); its relative gaps differ (K = 1 vs 2 partitions).",
     ]
+    if _autogroup():
+        table.notes.append(
+            "kernel.sched_autogroup_enabled = 1: the kernel gives every session an equal share of "
+            "the cpus, and a command's worker processes share its session's one share: while other "
+            "sessions keep cpus busy, 2 workers cannot be faster than 1 (only an idle machine "
+            "measures the speed-up).")
     return table
+
+
+def _autogroup():
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
 
 
 def _relative_gap(model):
