@@ -634,8 +634,13 @@ class DaskShards:
                                       f"--workers / --scheduler")
                 seen[qid] = k
 
+    pool, n_threads = None, 1      # nothing of the client's own is run in threads
+
     @property
     def partitions(self):
+        return len(self.shards)
+
+    def __len__(self):
         return len(self.shards)
 
     def run(self, fn, args):

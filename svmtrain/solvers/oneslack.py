@@ -276,7 +276,8 @@ class LocalShards:
     """The embedded shard executor: shards of the loaded block run by a pool of `threads` threads.
     An executor holds the per-example state (rows, Problem, offender caches) and offers
     `run(fn, args)`: fn(shard, scratch, *args) over every shard, the results in shard order;
-    `price(w)`: P(w) as verify-bound computes it; `close()`. svmtrain.distributed has the Dask one."""
+    `price(w)`: P(w) as verify-bound computes it; `close()`; `len()`, the number of parts; `pool` and
+    `n_threads` (None and 1 when the work is elsewhere). svmtrain.distributed has the Dask one."""
 
     def __init__(self, task, block, path, C, geometry, threads=1):
         self.task, self.block, self.path, self.C, self.geometry = task, block, path, C, geometry
@@ -290,11 +291,15 @@ class LocalShards:
         else:
             self.shards = [_Shard(sub, task.problem(sub, path, C, geometry))
                            for sub in (block.rows(a, b) for a, b in bounds)]
-        n_threads = max(1, min(threads, len(self.shards)))
+        self.n_threads = n_threads = max(1, min(threads, len(self.shards)))
         self.pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
         self.scratches = queue.SimpleQueue()
         for _ in range(n_threads):
             self.scratches.put(_Scratch(self.n_w))
+
+    def __len__(self):
+        """The number of parts `run` returns."""
+        return len(self.shards)
 
     def run(self, fn, args):
         """fn over the shards, in parallel when asked; results in shard order."""
