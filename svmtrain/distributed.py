@@ -347,7 +347,9 @@ class _Partition:
 
 def _load(path, zero_based, span):
     offset, length = span if span is not None else (0, None)
-    return data.load(path, zero_based=zero_based, offset=offset, length=length)
+    block = data.load(path, zero_based=zero_based, offset=offset, length=length)
+    _register_sizes()
+    return block
 
 
 def _label_rows(block, labelled):
@@ -539,20 +541,27 @@ def _scratch(n_w):
 
 
 def _shard_bytes(shard):
-    """What a shard holds, so that the scheduler runs its tasks where it is rather than moving it."""
-    total = 0
-    for owner in (shard.block, shard.cache):      # the problem's arrays are mostly the block's
-        for value in vars(owner).values():
-            if isinstance(value, np.ndarray):
-                total += value.nbytes
-    return total + shard.age.nbytes
+    # the problem's arrays are mostly the block's
+    return _array_bytes(shard.block) + _array_bytes(shard.cache) + shard.age.nbytes
+
+
+def _array_bytes(owner):
+    return sum(v.nbytes for v in vars(owner).values() if isinstance(v, np.ndarray))
+
+
+def _register_sizes():
+    """Tell Dask what blocks and shards weigh (its default, sys.getsizeof, sees a few bytes), so that
+    the scheduler runs their tasks where they are rather than moving them."""
+    from dask.sizeof import sizeof
+    from svmtrain.solvers.oneslack import _Shard
+    sizeof.register(_Shard)(_shard_bytes)
+    sizeof.register(data.Block)(_array_bytes)
 
 
 def _open_shard(block, task, path, C, geometry):
     """A partition's shard (on its worker): its Problem and an empty offender cache."""
-    from dask.sizeof import sizeof
     from svmtrain.solvers.oneslack import _Shard
-    sizeof.register(_Shard)(_shard_bytes)
+    _register_sizes()
     return _Shard(block, task.problem(block, path, C, geometry))
 
 
@@ -610,8 +619,9 @@ class DaskShards:
         self.geometry = Geometry(n_features, bias)
         self.n_w = self.task.n_weights(self.geometry)
         self.nonneg = None
-        self.shards = [client.submit(_open_shard, b, self.task, path, C, self.geometry, pure=False)
-                       for b in self.blocks]
+        self.shards = [client.submit(_open_shard, b, self.task, path, C, self.geometry, pure=False,
+                                     workers=[slots[k % len(slots)]], allow_other_workers=True)
+                       for k, b in enumerate(self.blocks)]
         from distributed import wait
         wait(self.shards)
         for f in self.shards:
