@@ -1,5 +1,6 @@
-"""The `dask` group of bench/run.py: verify-bound, n-slack training (CoCoA+) and 1-slack training on a local Dask
-cluster of 1 and 2 worker processes, against the embedded run (no Dask). See bench/README.md.
+"""The `dask` group of bench/run.py: verify-bound, n-slack training (CoCoA+) and 1-slack training
+on a local Dask cluster of 1 and 2 worker processes, against the embedded run (no Dask). See
+bench/README.md.
 
 The file: kddcup99 as a binary problem (Data.kddcup99_binary) written k times over into
 .cache/data/ (k = 30: 1.4 GB, 14.7 million rows; --quick: k = 2). Every run is the CLI in a fresh
@@ -127,7 +128,8 @@ def bench_dask(data, quick, repeat):
             otimes[name], _ = _best(repeat, _svmtrain(*args, *extra, oneslack_file, model))
             ogaps[name] = _relative_gap(model)
         table.rows.append([f"train -m 1-slack, {iterations} iterations",
-                           f"{Path(oneslack_file).name} ({os.path.getsize(oneslack_file) / 1e9:.2f} GB)",
+                           f"{Path(oneslack_file).name} "
+                           f"({os.path.getsize(oneslack_file) / 1e9:.2f} GB)",
                            fs(otimes["embedded"]), fs(otimes["1"]), fs(otimes["2"]),
                            fr(otimes["1"] / otimes["2"]),
                            "rel. gap: " + ", ".join(f"{n} {g:.3g}" for n, g in ogaps.items())])

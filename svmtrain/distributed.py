@@ -1,4 +1,5 @@
-"""Past one machine: verify-bound, predict and n-slack training on a Dask cluster (dask.distributed).
+"""Past one machine: verify-bound, predict, n-slack and 1-slack training on a Dask cluster
+(dask.distributed).
 
 Dask is optional (`pip install svmtrain[dask]`); nothing here imports it before a command asks for
 a cluster (`--workers N`: a LocalCluster of N one-thread processes; `--scheduler ADDRESS` or
@@ -18,6 +19,9 @@ What is guaranteed:
 - predict: the output lines are those of the single-process run, in file order; the metric is
   accumulated in file order (a regression metric's float sums may differ in the last bits, as they
   do between block sizes).
+- train -m 1-slack (every task but constraints; ranking with each query in one run): the planes
+  and the QP on the client, the oracle on the workers' partitions (below); bit for bit
+  reproducible for a given number of workers.
 - train (n-slack, listable constraints: binary, regression, multiclass): CoCoA+ over one partition
   per worker thread (Ma, Smith, Jaggi et al. 2015). Its model depends on the number of partitions
   (within epsilon of the same optimum) and is bit for bit reproducible for a given number of
@@ -85,7 +89,8 @@ class Session:
                     # processes fork from a fork server that has imported Dask and numpy once:
                     # measured on this machine (loaded), start + close 0.1 + 1.4 s instead of
                     # spawn's 2.4 + 0.7 s, a fixed cost every --workers command pays
-                    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+                    method = {"distributed.worker.multiprocessing-method": "forkserver"}
+                    with dask.config.set(method):
                         self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
                                                      processes=True, dashboard_address=":0",
                                                      silence_logs=logging.ERROR)
@@ -518,15 +523,16 @@ def train_cocoa(s: Session, task_class, path, *, zero_based, options, C, bias, e
 # planes, its Gram matrix and the small QP. Its per-example work runs where the data is: the file is
 # cut into one partition of whole examples per worker thread, each worker loads its byte range once
 # and keeps the partition as a shard (rows, Problem, offender cache) in its memory for the whole run.
-# Each iteration w is scattered to every worker once, every shard returns its part of the plane
-# (oneslack's `_from_oracle` / `_from_cache`, the very functions the embedded run calls on its
-# shards), and the client adds the parts in partition order: the model is bit for bit the same for a
-# given number of partitions, whatever the timing. A shard lost with its worker is rebuilt by Dask
-# from its byte range on another worker (its task's lineage); its offender cache then starts empty,
-# which changes which planes the run takes, not what it converges to or its certificate.
+# Each iteration w goes to every worker once (inside the tasks, or scattered when it is large),
+# every shard returns its part of the plane (oneslack's `_from_oracle` / `_from_cache`, the very
+# functions the embedded run calls on its shards), and the client adds the parts in partition order:
+# the model is bit for bit the same for a given number of partitions, whatever the timing. A shard
+# lost with its worker is rebuilt by Dask from its byte range on another worker (its task's
+# lineage); its offender cache then starts empty, which changes which planes the run takes, not
+# what it converges to or its certificate.
 
 #: w is scattered to every worker once per iteration above this size; a smaller one travels inside
-#: the tasks (a scatter costs scheduler round trips: ~40 ms per iteration on this machine)
+#: the tasks (a scatter costs scheduler round trips: 6 ms per iteration on a9a, this machine)
 SCATTER_BYTES = 1 << 20
 
 _scratches = threading.local()   # per worker thread: the dense buffers a shard sums its plane into
@@ -571,10 +577,6 @@ def _shard_call(shard, fn, n_w, *args):
 
 def _shard_losses(shard, task, w, geometry, C, path):
     return _partition_losses_block(task, w, geometry, C, path, shard.block)
-
-
-def _shard_rows(shard):
-    return shard.block.n_rows
 
 
 def _qids(block):
@@ -654,8 +656,8 @@ class DaskShards:
         return len(self.shards)
 
     def run(self, fn, args):
-        """fn(shard, scratch, *args) on every shard where it lives; w (the arrays of args) is
-        scattered once to every worker. The results in partition order."""
+        """fn(shard, scratch, *args) on every shard where it lives; an array of args above
+        SCATTER_BYTES (w) is scattered once to every worker. The results in partition order."""
         client = self.client
         sent = [client.scatter(a, broadcast=True, hash=False)
                 if isinstance(a, np.ndarray) and a.nbytes > SCATTER_BYTES else a for a in args]
@@ -677,7 +679,7 @@ class DaskShards:
         return acc.value()
 
     def close(self):
-        """The shards stay until the session closes (a later price or state needs nothing)."""
+        """Release the shards (the workers drop them; the session closes the cluster)."""
         for f in self.shards + self.blocks:
             f.release()
         self.shards, self.blocks = [], []

@@ -395,7 +395,8 @@ def test_a_lost_cluster_leaves_the_working_set_and_no_model(tmp_path, monkeypatc
 
 def test_oneslack_on_dask_honours_the_bias_feature(cluster, tmp_path):
     embedded = tmp_path / "embedded.model"
-    assert run("train", "-q", "-m", "1-slack", "-B", "1", "-e", "1e-2", HEART, embedded).exit_code == 0
+    r = run("train", "-q", "-m", "1-slack", "-B", "1", "-e", "1e-2", HEART, embedded)
+    assert r.exit_code == 0, r.output
     e = read_model(embedded)
     t, r, _ = _oneslack_on(cluster.scheduler_address, HEART, "binary", 1, bias=1.0)
     assert np.array_equal(np.asarray(e.w, float).ravel(), t.model_weights(r.w, r.geometry))
