@@ -1,4 +1,5 @@
-"""Past one machine: verify-bound, predict and n-slack training on a Dask cluster (dask.distributed).
+"""Past one machine: verify-bound, predict, n-slack and 1-slack training on a Dask cluster
+(dask.distributed).
 
 Dask is optional (`pip install svmtrain[dask]`); nothing here imports it before a command asks for
 a cluster (`--workers N`: a LocalCluster of N one-thread processes; `--scheduler ADDRESS` or
@@ -18,6 +19,9 @@ What is guaranteed:
 - predict: the output lines are those of the single-process run, in file order; the metric is
   accumulated in file order (a regression metric's float sums may differ in the last bits, as they
   do between block sizes).
+- train -m 1-slack (every task but constraints; ranking with each query in one run): the planes
+  and the QP on the client, the oracle on the workers' partitions (below); bit for bit
+  reproducible for a given number of workers.
 - train (n-slack, listable constraints: binary, regression, multiclass): CoCoA+ over one partition
   per worker thread (Ma, Smith, Jaggi et al. 2015). Its model depends on the number of partitions
   (within epsilon of the same optimum) and is bit for bit reproducible for a given number of
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -38,6 +43,7 @@ from svmtrain import data
 PARTITION_BYTES = 64 << 20   # verify-bound / predict: the size of a partition (not of the cluster)
 LOCAL_EPOCHS = 2             # CoCoA+: engine epochs on each partition per round
 INSTALL_HINT = "pip install 'svmtrain[dask]'"
+CONNECT_TIMEOUT = "30s"      # joining a scheduler; also how long a lost one is waited for
 
 
 class DaskMissing(RuntimeError):
@@ -76,12 +82,18 @@ class Session:
             from distributed import Client, LocalCluster
             try:
                 if self.scheduler:
-                    self._client = Client(self.scheduler, timeout="30s")
+                    self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
                 else:
-                    # one thread per process: the kernels release the GIL, one core each
-                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                                 processes=True, dashboard_address=":0",
-                                                 silence_logs=logging.ERROR)
+                    import dask
+                    # one thread per process: the kernels release the GIL, one core each. The
+                    # processes fork from a fork server that has imported Dask and numpy once:
+                    # measured on this machine (loaded), start + close 0.1 + 1.4 s instead of
+                    # spawn's 2.4 + 0.7 s, a fixed cost every --workers command pays
+                    method = {"distributed.worker.multiprocessing-method": "forkserver"}
+                    with dask.config.set(method):
+                        self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                                     processes=True, dashboard_address=":0",
+                                                     silence_logs=logging.ERROR)
                     self._client = Client(self._cluster)
             except OSError as e:   # unreachable scheduler (asyncio / comm timeouts are OSErrors)
                 where = self.scheduler or "a LocalCluster"
@@ -340,7 +352,9 @@ class _Partition:
 
 def _load(path, zero_based, span):
     offset, length = span if span is not None else (0, None)
-    return data.load(path, zero_based=zero_based, offset=offset, length=length)
+    block = data.load(path, zero_based=zero_based, offset=offset, length=length)
+    _register_sizes()
+    return block
 
 
 def _label_rows(block, labelled):
@@ -501,3 +515,195 @@ def train_cocoa(s: Session, task_class, path, *, zero_based, options, C, bias, e
     return task, CocoaResult(w, D, P, rel, round_, time.perf_counter() - started, converged,
                              geometry, examples, round_, constraints, K,
                              interrupted=interrupt.requested())
+
+
+# -- training: 1-slack -----------------------------------------------------------------------------
+#
+# The 1-slack loop (svmtrain.solvers.oneslack.train_oneslack) runs on the client: the working set of
+# planes, its Gram matrix and the small QP. Its per-example work runs where the data is: the file is
+# cut into one partition of whole examples per worker thread, each worker loads its byte range once
+# and keeps the partition as a shard (rows, Problem, offender cache) in its memory for the whole run.
+# Each iteration w goes to every worker once (inside the tasks, or scattered when it is large),
+# every shard returns its part of the plane (oneslack's `_from_oracle` / `_from_cache`, the very
+# functions the embedded run calls on its shards), and the client adds the parts in partition order:
+# the model is bit for bit the same for a given number of partitions, whatever the timing. A shard
+# lost with its worker is rebuilt by Dask from its byte range on another worker (its task's
+# lineage); its offender cache then starts empty, which changes which planes the run takes, not
+# what it converges to or its certificate.
+
+#: w is scattered to every worker once per iteration above this size; a smaller one travels inside
+#: the tasks (a scatter costs scheduler round trips: 6 ms per iteration on a9a, this machine)
+SCATTER_BYTES = 1 << 20
+
+_scratches = threading.local()   # per worker thread: the dense buffers a shard sums its plane into
+
+
+def _scratch(n_w):
+    from svmtrain.solvers.oneslack import _Scratch
+    s = getattr(_scratches, "buffers", None)
+    if s is None or len(s.dense) != n_w:
+        s = _scratches.buffers = _Scratch(n_w)
+    return s
+
+
+def _shard_bytes(shard):
+    # the problem's arrays are mostly the block's
+    return _array_bytes(shard.block) + _array_bytes(shard.cache) + shard.age.nbytes
+
+
+def _array_bytes(owner):
+    return sum(v.nbytes for v in vars(owner).values() if isinstance(v, np.ndarray))
+
+
+def _register_sizes():
+    """Tell Dask what blocks and shards weigh (its default, sys.getsizeof, sees a few bytes), so that
+    the scheduler runs their tasks where they are rather than moving them."""
+    from dask.sizeof import sizeof
+    from svmtrain.solvers.oneslack import _Shard
+    sizeof.register(_Shard)(_shard_bytes)
+    sizeof.register(data.Block)(_array_bytes)
+
+
+def _open_shard(block, task, path, C, geometry):
+    """A partition's shard (on its worker): its Problem and an empty offender cache."""
+    from svmtrain.solvers.oneslack import _Shard
+    _register_sizes()
+    return _Shard(block, task.problem(block, path, C, geometry))
+
+
+def _shard_call(shard, fn, n_w, *args):
+    return fn(shard, _scratch(n_w), *args)
+
+
+def _shard_losses(shard, task, w, geometry, C, path):
+    return _partition_losses_block(task, w, geometry, C, path, shard.block)
+
+
+def _qids(block):
+    return np.unique(block.qid)
+
+
+class DaskShards:
+    """oneslack's shard executor on a cluster (the interface of oneslack.LocalShards): one shard per
+    worker thread, kept in the workers' memory across iterations."""
+
+    def __init__(self, s: Session, task_class, path, *, zero_based, options, C, bias,
+                 partitions_count=None):
+        from svmtrain.tasks.base import Geometry
+        if path == "-":
+            raise NotListable("-: training on Dask reads the file on the workers, which cannot "
+                              "read this standard input: give a file name (on a cluster, on a "
+                              "shared file system)")
+        grouping = task_class.grouping
+        if grouping == "whole":
+            if task_class.name != "ranking":
+                raise NotListable(f"{path}: the {task_class.name} task's examples may lie "
+                                  f"anywhere in the file: 1-slack on Dask cannot cut it into "
+                                  f"partitions; train without --workers / --scheduler")
+            grouping = "consecutive"     # a query's lines must be one run: checked below
+        client = self.client = s.client
+        self.path, self.C = path, C
+        workers = sorted(client.scheduler_info()["workers"].items())
+        slots = [addr for addr, info in workers for _ in range(max(1, info.get("nthreads", 1)))]
+        K = partitions_count or len(slots)
+        spans = partitions(path, grouping, count=K)
+        self.blocks = [client.submit(_load, path, zero_based, span, pure=False,
+                                     workers=[slots[k % len(slots)]], allow_other_workers=True)
+                       for k, span in enumerate(spans)]
+        labelled = task_class.name not in ("regression", "ranking")
+        infos = client.gather([client.submit(_label_rows, b, labelled, pure=False)
+                               for b in self.blocks])
+        if task_class.name == "ranking":
+            self._check_queries_in_runs(path)
+        n_features = max(i[1] for i in infos)
+        self.task = task_class.from_training_data(data.concat_blocks([i[2] for i in infos]), path,
+                                                  options)
+        self.geometry = Geometry(n_features, bias)
+        self.n_w = self.task.n_weights(self.geometry)
+        self.nonneg = None
+        self.shards = [client.submit(_open_shard, b, self.task, path, C, self.geometry, pure=False,
+                                     workers=[slots[k % len(slots)]], allow_other_workers=True)
+                       for k, b in enumerate(self.blocks)]
+        from distributed import wait
+        wait(self.shards)
+        for f in self.shards:
+            if f.status == "error":
+                f.result()                # the data error, named by file and line
+        # the shards hold the blocks; the scheduler keeps the load tasks to rebuild a lost shard
+        for f in self.blocks:
+            f.release()
+        self.blocks = []
+
+    def _check_queries_in_runs(self, path):
+        seen = {}
+        for k, q in enumerate(self.client.gather([self.client.submit(_qids, b, pure=False)
+                                                  for b in self.blocks])):
+            for qid in q.tolist():
+                if qid in seen:
+                    raise NotListable(f"{path}: query qid:{qid:g} has lines in two parts of the "
+                                      f"file: 1-slack ranking on Dask needs each query's lines "
+                                      f"together (sort the file by qid), or train without "
+                                      f"--workers / --scheduler")
+                seen[qid] = k
+
+    pool, n_threads = None, 1      # nothing of the client's own is run in threads
+
+    @property
+    def partitions(self):
+        return len(self.shards)
+
+    def __len__(self):
+        return len(self.shards)
+
+    def run(self, fn, args):
+        """fn(shard, scratch, *args) on every shard where it lives; an array of args above
+        SCATTER_BYTES (w) is scattered once to every worker. The results in partition order."""
+        client = self.client
+        sent = [client.scatter(a, broadcast=True, hash=False)
+                if isinstance(a, np.ndarray) and a.nbytes > SCATTER_BYTES else a for a in args]
+        futures = [client.submit(_shard_call, shard, fn, self.n_w, *sent, pure=False)
+                   for shard in self.shards]
+        parts = client.gather(futures)
+        del futures, sent
+        return parts
+
+    def price(self, w):
+        """P(w) and the number of examples, summed as verify-bound sums them (file order)."""
+        from svmtrain.objective import PrimalAccumulator
+        acc = PrimalAccumulator(self.task, w, self.geometry, self.C, self.path)
+        sent = self.client.scatter(w, broadcast=True, hash=False)
+        futures = [self.client.submit(_shard_losses, shard, self.task, sent, self.geometry, self.C,
+                                      self.path, pure=False) for shard in self.shards]
+        for losses, n in self.client.gather(futures):
+            acc.add_losses(losses, n)
+        return acc.value()
+
+    def close(self):
+        """Release the shards (the workers drop them; the session closes the cluster)."""
+        for f in self.shards + self.blocks:
+            f.release()
+        self.shards, self.blocks = [], []
+
+
+def cluster_failure(e: BaseException) -> bool:
+    """Whether e is Dask giving up on the run's tasks (workers lost beyond its retries)."""
+    try:
+        from distributed import KilledWorker
+        from distributed.client import FutureCancelledError
+    except ImportError:
+        return False
+    return isinstance(e, (KilledWorker, FutureCancelledError, ClusterError))
+
+
+def train_oneslack(s: Session, task_class, path, *, zero_based, options, C, bias, start_state=None,
+                   partitions_count=None, **solver_options):
+    """1-slack training on the cluster. Returns (task, OneSlackResult, partitions).
+    start_state(task, n_w): the working set to begin from (read_state), or None."""
+    from svmtrain.solvers.oneslack import train_oneslack as oneslack
+    shards = DaskShards(s, task_class, path, zero_based=zero_based, options=options, C=C, bias=bias,
+                        partitions_count=partitions_count)
+    if start_state is not None:
+        solver_options["start"] = start_state(shards.task, shards.n_w)
+    K = shards.partitions
+    result = oneslack(shards.task, None, path, C=C, bias=bias, shards=shards, **solver_options)
+    return shards.task, result, K

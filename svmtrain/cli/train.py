@@ -10,7 +10,8 @@ import click
 from svmtrain import interrupt
 from svmtrain.cli.budgeted import (BUDGETED_OPTIONS, budgeted_options, check_budgeted_options,
                                    train_budgeted_command)
-from svmtrain.cli.dask import DASK_OPTIONS, check_dask_options, dask_options, dask_session, train_on_dask
+from svmtrain.cli.dask import (DASK_OPTIONS, check_dask_options, control_flag, dask_options,
+                               dask_session, train_on_dask, train_oneslack_on_dask)
 from svmtrain.cli.controls import (STATE_OPTIONS, ControlledRun, check_control_options,
                                    control_options, read_controls)
 from svmtrain.cli.oneslack_options import (ONESLACK_OPTIONS, TRACE_HEADERS, oneslack_options,
@@ -147,12 +148,17 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     _check_controls_in_mode(mode, controls)
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     check_dask_options(**dask, mode=mode, task=task,
-                       refuse=["--" + k.removesuffix("_file").replace("_", "-")
-                               for k, v in controls.items() if v])   # controls: not on Dask yet
+                       refuse=[control_flag(k) for k, v in controls.items() if v]   # not on Dask yet
+                       + (["--threads"] if oneslack["threads"] is not None else []))
     if dask["workers"] or dask["scheduler"]:
         with user_errors(), dask_session(**dask) as s:
-            train_on_dask(s, train_file, model_file, task, C, epsilon, bias, seed, max_epochs,
-                          options, shrinking, trace_file, model_format, zero_based, quiet)
+            if mode == "1-slack":
+                train_oneslack_on_dask(s, train_file, model_file, task, C, epsilon, bias, seed,
+                                       max_epochs, options, trace_file, model_format, zero_based,
+                                       quiet, solver_options)
+            else:
+                train_on_dask(s, train_file, model_file, task, C, epsilon, bias, seed, max_epochs,
+                              options, shrinking, trace_file, model_format, zero_based, quiet)
         return
     if mode == "budgeted":
         with user_errors():

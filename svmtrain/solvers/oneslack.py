@@ -367,42 +367,71 @@ class _ClippedWorkingSet(_WorkingSet):
         return self._w.copy()
 
 
-def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
-                   on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
-                   inactive=DEFAULT_INACTIVE, threads=1, start=None, in_out=DEFAULT_IN_OUT):
-    """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
-    apply (the QP's steps are deterministic, over a handful of planes). `start`: a working set
-    (read_state) to begin from."""
-    started = time.perf_counter()
-    geometry = Geometry(block.n_features, bias)
-    whole = task.problem(block, path, C, geometry)
-    n_w = whole.n_w
-    aggregated = task.aggregates_offenders
-    bounds = ([(0, block.n_rows)] if aggregated
-              else _shard_bounds(block, task.grouping, whole.n_examples))
-    if len(bounds) == 1:
-        shards = [_Shard(block, whole)]
-    else:
-        shards = [_Shard(sub, task.problem(sub, path, C, geometry))
-                  for sub in (block.rows(a, b) for a, b in bounds)]
-    use_cache = task.cache_offenders and cache_size > 0 and not aggregated
-    n_threads = max(1, min(threads, len(shards)))
-    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
-    scratches = queue.SimpleQueue()
-    for _ in range(n_threads):
-        scratches.put(_Scratch(n_w))
+class LocalShards:
+    """The embedded shard executor: shards of the loaded block run by a pool of `threads` threads.
+    An executor holds the per-example state (rows, Problem, offender caches) and offers
+    `run(fn, args)`: fn(shard, scratch, *args) over every shard, the results in shard order;
+    `price(w)`: P(w) as verify-bound computes it; `close()`; `len()`, the number of parts; `pool` and
+    `n_threads` (None and 1 when the work is elsewhere). svmtrain.distributed has the Dask one."""
 
-    def run(fn, args):
+    def __init__(self, task, block, path, C, geometry, threads=1):
+        self.task, self.block, self.path, self.C, self.geometry = task, block, path, C, geometry
+        whole = task.problem(block, path, C, geometry)
+        self.n_w = whole.n_w
+        self.nonneg = getattr(whole, "nonneg", None)
+        bounds = ([(0, block.n_rows)] if task.aggregates_offenders
+                  else _shard_bounds(block, task.grouping, whole.n_examples))
+        if len(bounds) == 1:
+            self.shards = [_Shard(block, whole)]
+        else:
+            self.shards = [_Shard(sub, task.problem(sub, path, C, geometry))
+                           for sub in (block.rows(a, b) for a, b in bounds)]
+        self.n_threads = n_threads = max(1, min(threads, len(self.shards)))
+        self.pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+        self.scratches = queue.SimpleQueue()
+        for _ in range(n_threads):
+            self.scratches.put(_Scratch(self.n_w))
+
+    def __len__(self):
+        """The number of parts `run` returns."""
+        return len(self.shards)
+
+    def run(self, fn, args):
         """fn over the shards, in parallel when asked; results in shard order."""
         def with_scratch(shard):
-            s = scratches.get()
+            s = self.scratches.get()
             try:
                 return fn(shard, s, *args)
             finally:
-                scratches.put(s)
-        if pool is None:
-            return [with_scratch(s) for s in shards]
-        return list(pool.map(with_scratch, shards))
+                self.scratches.put(s)
+        if self.pool is None:
+            return [with_scratch(s) for s in self.shards]
+        return list(self.pool.map(with_scratch, self.shards))
+
+    def price(self, w):
+        return objective.primal(self.task, w, self.geometry, self.C, [self.block], self.path)
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
+def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
+                   on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
+                   inactive=DEFAULT_INACTIVE, threads=1, start=None, in_out=DEFAULT_IN_OUT,
+                   shards=None):
+    """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
+    apply (the QP's steps are deterministic, over a handful of planes). `start`: a working set
+    (read_state) to begin from. `shards`: the executor of the per-example work (LocalShards over
+    `block` when None; svmtrain.distributed.DaskShards keeps it on a cluster, block None)."""
+    started = time.perf_counter()
+    if shards is None:
+        shards = LocalShards(task, block, path, C, Geometry(block.n_features, bias), threads)
+    geometry = shards.geometry
+    n_w = shards.n_w
+    aggregated = task.aggregates_offenders
+    use_cache = task.cache_offenders and cache_size > 0 and not aggregated
+    run = shards.run
 
     def reduce(parts):
         """(loss, cols, vals, b) of the whole plane from the shards' parts, added in shard order."""
@@ -415,9 +444,9 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
         cols, vals = summing.total([(p[1], p[2]) for p in parts])
         return loss, cols, vals, b
 
-    nonneg = getattr(whole, "nonneg", None)
+    nonneg = shards.nonneg
     ws = (_ClippedWorkingSet(n_w, nonneg) if nonneg is not None and np.any(nonneg)
-          else _WorkingSet(n_w, pool, n_threads))
+          else _WorkingSet(n_w, shards.pool, shards.n_threads))
     summing = _Scratch(n_w) if len(shards) > 1 else None    # reduce's own buffers
     w = np.zeros(n_w)
     D = 0.0
@@ -515,15 +544,18 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
             ws.drop_idle(inactive)
             w = ws.w(n_w)
             D = float(np.dot(ws.b, ws.beta)) - 0.5 * ws.sqnorm()
+        # the certificate of the final w: P from the task's own pass (the code verify-bound
+        # runs), D with the same |w|^2
+        D = objective.dual(w, ws.b, ws.beta)
+        if in_out > 0 and best_w is not None:
+            w = best_w      # the model is the best priced point; D stays the QP's
+        priced = shards.price(w)
+    except Exception as e:
+        # a failed executor (a cluster lost): the working set so far, for a state file
+        e.planes, e.n_w = (ws.cols, ws.vals, ws.b.copy(), ws.beta.copy()), n_w
+        raise
     finally:
-        if pool is not None:
-            pool.shutdown()
-    # the certificate of the final w: P from the task's own pass (the code verify-bound runs), D
-    # with the same |w|^2
-    D = objective.dual(w, ws.b, ws.beta)
-    if in_out > 0 and best_w is not None:
-        w = best_w
-    priced = objective.primal(task, w, geometry, C, [block], path)
+        shards.close()
     P = priced.primal
     return OneSlackResult(w, ws.beta.copy(), D, P, relative_gap(P, D), iteration,
                           time.perf_counter() - started, converged, geometry, priced.examples,
