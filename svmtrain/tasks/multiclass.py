@@ -94,11 +94,7 @@ class Multiclass(LabelledTask):
         if block.n_rows * (self.K - 1) > LIST_ALL_UP_TO:
             return None
         y = np.asarray(self.label_index(block, problem.path), np.int64)
-        rows = np.repeat(np.arange(block.n_rows, dtype=np.int64), self.K - 1)
-        yr = y[rows]
-        j = np.tile(np.arange(self.K - 1, dtype=np.int64), block.n_rows)
-        j += j >= yr                  # the K - 1 classes other than y_i, ascending
-        return self._constraints(rows, yr, j)
+        return ClassListing(self, y)
 
     def scores(self, w, block, geometry):
         return block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
@@ -129,6 +125,66 @@ class Multiclass(LabelledTask):
 
     def new_metric(self):
         return AccuracyMetric()
+
+
+class ClassListing(Constraints):
+    """Every constraint (i, j), j != y_i, example by example, classes ascending. The margins (and a
+    hot start) are arrays; the term arrays, about 90 bytes a constraint, are made on first use only:
+    the n-slack mode hands the listing to a Crammer-Singer kernel that reads rows and labels
+    instead (`cache`), which is also what makes it cheap on kddcup99 (2 M constraints)."""
+
+    def __init__(self, task, y):
+        self.task, self.y = task, y
+        self.margin = np.ones(len(y) * (task.K - 1))   # Delta(y_i, j) = 1 for j != y_i
+        self.alpha0 = None
+        self._made = None
+
+    def _classes(self):
+        n, K = len(self.y), self.task.K
+        rows = np.repeat(np.arange(n, dtype=np.int64), K - 1)
+        j = np.tile(np.arange(K - 1, dtype=np.int64), n)
+        j += j >= self.y[rows]              # the K - 1 classes other than y_i, ascending
+        return rows, j
+
+    def _terms(self):
+        if self._made is None:
+            rows, j = self._classes()
+            self._made = self.task._constraints(rows, self.y[rows], j)
+        return self._made
+
+    tptr = property(lambda self: self._terms().tptr)
+    term_row = property(lambda self: self._terms().term_row)
+    term_scale = property(lambda self: self._terms().term_scale)
+    term_offset = property(lambda self: self._terms().term_offset)
+    term_bias = property(lambda self: self._terms().term_bias)
+    group = property(lambda self: self._terms().group)
+    key = property(lambda self: self._terms().key)
+
+    def cache(self, problem):
+        """The Crammer-Singer kernel's cache of these constraints (svmtrain.engine.solve drives it
+        as a ConstraintCache); None with non-negative weights, which the engine's general visit
+        handles (the exact subproblem assumes w = sum alpha x, unclipped)."""
+        if problem.nonneg is not None and np.any(problem.nonneg):
+            return None
+        if len(problem.indptr) != len(self.y) + 1 or problem.stride != self.task.K:
+            return None
+        return CrammerSingerCache(problem, self)
+
+
+class CrammerSingerCache:
+    """What svmtrain.engine.solve asks of a cache, for the record-free kernel."""
+
+    def __init__(self, problem, listing):
+        self.problem, self.listing = problem, listing
+        self.alpha0 = listing.alpha0
+
+    def engine(self, alpha=None, *, seed=1, shrinking=True):
+        from svmtrain._multiclass import CrammerSingerCD
+        p, lst = self.problem, self.listing
+        return CrammerSingerCD(p.indptr, p.indices, p.data, lst.y, p.C, lst.margin, alpha,
+                               n_cols=p.n_cols, n_classes=lst.task.K,
+                               bias=0.0 if p.bias is None else float(p.bias),
+                               has_bias=p.bias is not None, seed=seed, shrinking=shrinking)
 
 
 class AccuracyMetric:
