@@ -1656,10 +1656,6 @@ cdef class DualCD:
             n += self.grp[g].cs_y >= 0
         return n
 
-    @property
-    def n_active_groups(self):
-        return self.n_active
-
     cpdef int64_t n_active_constraints(self):
         return self.n_active_cons
 
