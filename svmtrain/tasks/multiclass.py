@@ -137,14 +137,17 @@ class ClassListing(Constraints):
         self.task, self.y = task, y
         self.margin = np.ones(len(y) * (task.K - 1))   # Delta(y_i, j) = 1 for j != y_i
         self.alpha0 = None
-        self._made = None
+        self._pairs = self._made = None
 
     def _classes(self):
-        n, K = len(self.y), self.task.K
-        rows = np.repeat(np.arange(n, dtype=np.int64), K - 1)
-        j = np.tile(np.arange(K - 1, dtype=np.int64), n)
-        j += j >= self.y[rows]              # the K - 1 classes other than y_i, ascending
-        return rows, j
+        """(example, class) of each constraint."""
+        if self._pairs is None:
+            n, K = len(self.y), self.task.K
+            rows = np.repeat(np.arange(n, dtype=np.int64), K - 1)
+            j = np.tile(np.arange(K - 1, dtype=np.int64), n)
+            j += j >= self.y[rows]              # the K - 1 classes other than y_i, ascending
+            self._pairs = rows, j
+        return self._pairs
 
     def _terms(self):
         if self._made is None:
@@ -157,8 +160,8 @@ class ClassListing(Constraints):
     term_scale = property(lambda self: self._terms().term_scale)
     term_offset = property(lambda self: self._terms().term_offset)
     term_bias = property(lambda self: self._terms().term_bias)
-    group = property(lambda self: self._terms().group)
-    key = property(lambda self: self._terms().key)
+    group = property(lambda self: self._classes()[0])
+    key = property(lambda self: self._classes()[1])
 
     def cache(self, problem):
         """The Crammer-Singer kernel's cache of these constraints (svmtrain.engine.solve drives it
