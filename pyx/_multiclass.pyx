@@ -30,10 +30,33 @@ from _sparse cimport rand_below
 
 cnp.import_array()
 
+cdef extern from *:
+    """
+    #define SVMTRAIN_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    """
+    void prefetch "SVMTRAIN_PREFETCH" (const void* p) noexcept nogil
+
 
 cdef int _cmp_descending(const void* a, const void* b) noexcept nogil:
     cdef double x = (<const double*>a)[0], y = (<const double*>b)[0]
     return (x < y) - (x > y)
+
+
+# What a visit reads of its example, in one 48-byte record (one cache line, not one per array).
+cdef struct Example:
+    int64_t start        # its row is indices/data[start : start + nnz]
+    double C             # C_i
+    double R             # ||x_i||^2, with the bias feature
+    double A             # sum_j alpha_ij
+    int32_t nnz
+    int32_t y            # its class
+    int32_t nact         # its active classes, cls[i (K - 1) : i (K - 1) + nact]
+    int32_t _pad
+
+
+cdef inline double _lm(const double* mg, int64_t j) noexcept nogil:
+    """l_ij from the example's margins, or 1 when every margin is 1 (none stored)."""
+    return 1.0 if mg == NULL else mg[j]
 
 
 cdef struct Tally:
@@ -47,17 +70,12 @@ cdef class CrammerSingerCD:
     """The state: rows, labels, costs, margins, alphas (n x K), w, the active examples and classes."""
 
     cdef object _keep
-    cdef const int64_t* indptr
     cdef const int32_t* indices
     cdef const double* data
-    cdef const int32_t* y
-    cdef const double* C
-    cdef double* margin          # n x K, l_ij (0 at j = y_i, never read)
+    cdef Example* ex
+    cdef double* margin          # n x K, l_ij (0 at j = y_i, never read); NULL when all are 1
     cdef double* alpha_          # n x K, alpha_ij (0 at j = y_i)
-    cdef double* asum            # A_i
-    cdef double* rsq             # ||x_i||^2, with the bias feature
     cdef int32_t* cls            # n x (K - 1): the classes j != y_i, the active ones first
-    cdef int32_t* nact           # active classes of each example
     cdef int64_t* order          # the active examples are order[:n_active]
     cdef uint8_t* out            # scratch of exact_bounds: is the example out of the active set
     cdef double* sv              # a visit's row products w_k . x_i (K)
@@ -73,20 +91,19 @@ cdef class CrammerSingerCD:
     cdef double est_loss, shrunk_loss, est_ww, est_la
 
     def __cinit__(self):
-        self.margin = self.alpha_ = self.asum = self.rsq = NULL
-        self.cls = self.nact = NULL
+        self.ex = NULL
+        self.margin = self.alpha_ = NULL
+        self.cls = NULL
         self.order = NULL
         self.out = NULL
         self.sv = self.ds = self.dv = NULL
         self.dk = NULL
 
     def __dealloc__(self):
+        free(self.ex)
         free(self.margin)
         free(self.alpha_)
-        free(self.asum)
-        free(self.rsq)
         free(self.cls)
-        free(self.nact)
         free(self.order)
         free(self.out)
         free(self.sv)
@@ -114,6 +131,8 @@ cdef class CrammerSingerCD:
             raise ValueError("C_i must be finite and >= 0, one per example")
         if n and (y.min() < 0 or y.max() >= K):
             raise ValueError("a class index is outside [0, K)")
+        if n and np.max(np.diff(indptr)) > INT32_MAX:
+            raise ValueError("the kernel takes at most 2**31 - 1 nonzeros per row")
         if n_cols < 0 or K * (n_cols + 1) > INT32_MAX:
             raise ValueError("the kernel takes at most 2**31 - 1 weights")
         indices32 = np.asarray(indices, dtype=np.int64)
@@ -138,12 +157,10 @@ cdef class CrammerSingerCD:
             if np.any(over):
                 factor = np.where(over, C / np.where(sums > 0, sums, 1.0), 1.0)
                 a2[:] = np.minimum(a2 * factor[:, None], C[:, None])
-        self._keep = (indptr, indices32, data, y, C)
-        self.indptr = <const int64_t*> cnp.PyArray_DATA(indptr)
+        self._keep = (indices32, data)
         self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
         self.data = <const double*> cnp.PyArray_DATA(data)
-        self.y = <const int32_t*> cnp.PyArray_DATA(y)
-        self.C = <const double*> cnp.PyArray_DATA(C)
+        unit = bool(np.all(margin == 1.0))
         self.n, self.K, self.n_cols = n, K, n_cols
         self.bias = bias
         self.bias_col = K * n_cols if has_bias else -1
@@ -152,48 +169,56 @@ cdef class CrammerSingerCD:
         self.rng = seed
         self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
         self.w = &self.w_[0]
-        self.margin = <double*> calloc(max(n * K, 1), sizeof(double))
+        self.ex = <Example*> malloc(max(n, 1) * sizeof(Example))
+        if not unit:
+            self.margin = <double*> calloc(max(n * K, 1), sizeof(double))
         self.alpha_ = <double*> calloc(max(n * K, 1), sizeof(double))
-        self.asum = <double*> calloc(max(n, 1), sizeof(double))
-        self.rsq = <double*> malloc(max(n, 1) * sizeof(double))
         self.cls = <int32_t*> malloc(max(m, 1) * sizeof(int32_t))
-        self.nact = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
         self.order = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
         self.out = <uint8_t*> malloc(max(n, 1) * sizeof(uint8_t))
         self.sv = <double*> malloc(K * sizeof(double))
         self.ds = <double*> malloc((K + 1) * sizeof(double))
         self.dv = <double*> malloc(K * sizeof(double))
         self.dk = <int32_t*> malloc(K * sizeof(int32_t))
-        if (self.margin == NULL or self.alpha_ == NULL or self.asum == NULL or self.rsq == NULL
-                or self.cls == NULL or self.nact == NULL or self.order == NULL or self.out == NULL
+        if (self.ex == NULL or (self.margin == NULL and not unit) or self.alpha_ == NULL
+                or self.cls == NULL or self.order == NULL or self.out == NULL
                 or self.sv == NULL or self.ds == NULL or self.dv == NULL or self.dk == NULL):
             raise MemoryError("cannot allocate the Crammer-Singer state")
         cdef const double[::1] mg = margin
         cdef const double[::1] al = alpha if alpha is not None else np.zeros(1)
+        cdef const int64_t[::1] ip = indptr
+        cdef const int32_t[::1] yv = y
+        cdef const double[::1] Cv = C
         cdef bint hot = alpha is not None
         cdef double s
         with nogil:
             c = 0
             for i in range(n):
+                self.ex[i].y = yv[i]
+                self.ex[i].C = Cv[i]
+                self.ex[i].start = ip[i]
+                self.ex[i].nnz = <int32_t>(ip[i + 1] - ip[i])
+                self.ex[i]._pad = 0
                 r = 0
                 s = 0.0
                 for j in range(K):
-                    if j == self.y[i]:
+                    if j == yv[i]:
                         continue
-                    self.margin[i * K + j] = mg[c]
+                    if self.margin != NULL:
+                        self.margin[i * K + j] = mg[c]
                     if hot:
                         self.alpha_[i * K + j] = al[c]
                         s += al[c]
                     self.cls[i * (K - 1) + r] = <int32_t>j
                     r += 1
                     c += 1
-                self.asum[i] = s
+                self.ex[i].A = s
                 s = 0.0
-                for p in range(self.indptr[i], self.indptr[i + 1]):
+                for p in range(ip[i], ip[i + 1]):
                     s += self.data[p] * self.data[p]
                 if has_bias:
                     s += bias * bias
-                self.rsq[i] = s
+                self.ex[i].R = s
         self.est_loss = 0.0
         self.shrunk_loss = 0.0
         self.unshrink()
@@ -206,7 +231,7 @@ cdef class CrammerSingerCD:
         cdef int64_t p, a, K = self.K
         cdef double* wp
         cdef double v
-        for p in range(self.indptr[i], self.indptr[i + 1]):
+        for p in range(self.ex[i].start, self.ex[i].start + self.ex[i].nnz):
             wp = self.w + K * self.indices[p]
             v = self.data[p]
             for a in range(nk):
@@ -223,7 +248,7 @@ cdef class CrammerSingerCD:
         cdef double v
         for k in range(K):
             sv[k] = 0.0
-        for p in range(self.indptr[i], self.indptr[i + 1]):
+        for p in range(self.ex[i].start, self.ex[i].start + self.ex[i].nnz):
             wp = self.w + K * self.indices[p]
             v = self.data[p]
             for k in range(K):
@@ -241,13 +266,13 @@ cdef class CrammerSingerCD:
             for j in range(self.w_.shape[0]):
                 self.w[j] = 0.0
             for i in range(self.n):
-                if self.asum[i] == 0.0:
+                if self.ex[i].A == 0.0:
                     continue
                 nk = 0
                 for j in range(K):
                     a = self.alpha_[i * K + j]
-                    if j == self.y[i]:
-                        a = -self.asum[i]
+                    if j == self.ex[i].y:
+                        a = -self.ex[i].A
                     if a != 0.0:
                         self.dk[nk] = <int32_t>j
                         self.dv[nk] = -a
@@ -261,7 +286,7 @@ cdef class CrammerSingerCD:
         for j in range(self.n_w):
             ww += self.w[j] * self.w[j]
         for j in range(self.n * self.K):
-            la += self.margin[j] * self.alpha_[j]
+            la += (1.0 if self.margin == NULL else self.margin[j]) * self.alpha_[j]
         self.est_ww = ww
         self.est_la = la
 
@@ -286,6 +311,7 @@ cdef class CrammerSingerCD:
             s = 0
             while s < self.n_active:
                 i = self.order[s]
+                self._prefetch(s)
                 v = self._visit(i, &t)
                 if v < 0.0:          # the example left the active set: the last active one moves in
                     self.n_active -= 1
@@ -299,6 +325,33 @@ cdef class CrammerSingerCD:
             self.est_loss = t.loss
         return t.steps, t.violation, self.n_active_cons
 
+    cdef inline void _prefetch_example(self, int64_t j) noexcept nogil:
+        cdef int64_t K = self.K
+        prefetch(&self.ex[j])
+        prefetch(self.alpha_ + j * K)
+        prefetch(self.alpha_ + j * K + K - 1)
+        prefetch(self.cls + j * (K - 1))
+
+    cdef inline void _prefetch_row(self, int64_t j) noexcept nogil:
+        cdef Example* e = &self.ex[j]
+        prefetch(self.indices + e.start)
+        prefetch(self.data + e.start)
+        prefetch(self.data + e.start + e.nnz - 1)
+
+    cdef inline void _prefetch(self, int64_t s) noexcept nogil:
+        """Visits are random accesses, bound by memory latency: ask early for what the next visits
+        read. The next one is order[s + 1], or order[n_active - 1] when this one leaves the active
+        set (it moves into place s): the records, alphas and class lists of both, and of
+        order[s + 2]; the rows of the first two (their records asked for a visit ago)."""
+        cdef int64_t last = self.n_active - 1
+        if s + 2 <= last:
+            self._prefetch_example(self.order[s + 2])
+        if s + 1 <= last:
+            self._prefetch_row(self.order[s + 1])
+        if s + 1 < last:
+            self._prefetch_row(self.order[last])
+            self._prefetch_example(self.order[last - 1])
+
     cdef double _visit(self, int64_t i, Tally* t) noexcept nogil:
         """Example i's subproblem over its active classes, solved exactly (see _engine._visit_cs for
         the derivation); its violation, or -1 when it leaves the active set.
@@ -306,14 +359,15 @@ cdef class CrammerSingerCD:
         With R = ||x_i||^2, S_k = w_k . x_i and A = sum_j alpha_ij: g_j = l_ij - S_y + S_j; the new
         point is alpha_j = max(0, (S_j + l_ij + R alpha_j - beta) / R), beta from the sorted
         D = (S_y - R A + R C, S_j + l_ij + R alpha_j ...)."""
-        cdef int64_t K = self.K, m = self.nact[i], r, q, p, nk = 0, steps = 0
-        cdef int32_t yi = self.y[i]
+        cdef Example* e = &self.ex[i]
+        cdef int64_t K = self.K, m = e.nact, r, q, p, nk = 0, steps = 0
+        cdef int32_t yi = e.y
         cdef int32_t* cl = self.cls + i * (K - 1)
         cdef double* al = self.alpha_ + i * K
-        cdef const double* mg = self.margin + i * K
+        cdef const double* mg = NULL if self.margin == NULL else self.margin + i * K
         cdef double* sv = self.sv
         cdef double* Ds = self.ds
-        cdef double Cg = self.C[i], R = self.rsq[i], A = self.asum[i], Sy, G, a, u, d, beta
+        cdef double Cg = e.C, R = e.R, A = e.A, Sy, G, a, u, d, beta
         cdef double gmax = -INFINITY, gsup = INFINITY, glow, violation, ww = 0.0, la = 0.0
         cdef double delta = 0.0, v
         cdef const double* wp
@@ -328,7 +382,7 @@ cdef class CrammerSingerCD:
             sv[yi] = 0.0
             for r in range(m):
                 sv[cl[r]] = 0.0
-            for p in range(self.indptr[i], self.indptr[i + 1]):
+            for p in range(e.start, e.start + e.nnz):
                 wp = self.w + K * self.indices[p]
                 v = self.data[p]
                 sv[yi] += wp[yi] * v
@@ -342,7 +396,7 @@ cdef class CrammerSingerCD:
         Sy = sv[yi]
         at_bound = A >= Cg * (1.0 - 1e-12)
         for r in range(m):
-            G = mg[cl[r]] - Sy + sv[cl[r]]
+            G = _lm(mg, cl[r]) - Sy + sv[cl[r]]
             if G > gmax:
                 gmax = G
             if al[cl[r]] > 0.0 and G < gsup:
@@ -357,21 +411,21 @@ cdef class CrammerSingerCD:
             r = 0
             while r < m:
                 q = cl[r]
-                if al[q] <= 0.0 and mg[q] - Sy + sv[q] < glow:
+                if al[q] <= 0.0 and _lm(mg, q) - Sy + sv[q] < glow:
                     m -= 1
                     cl[r] = cl[m]
                     cl[m] = <int32_t>q
                     continue
                 r += 1
-            t.shrunk += self.nact[i] - m
+            t.shrunk += e.nact - m
             # the example is fixed when at most one variable is left: none besides y, or y at its
             # bound C with no wish to grow (0 < glow) and one class
             if m == 0 or (at_bound and glow > 0.0 and m <= 1):
                 t.shrunk += m
-                self.nact[i] = 0
+                e.nact = 0
                 self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
                 return -1.0
-            self.nact[i] = <int32_t>m
+            e.nact = <int32_t>m
         t.loss += Cg * gmax if gmax > 0.0 else 0.0
         if violation <= 1e-12:
             return violation
@@ -379,7 +433,7 @@ cdef class CrammerSingerCD:
         Ds[0] = Sy - R * A + R * Cg
         for r in range(m):
             q = cl[r]
-            Ds[r + 1] = sv[q] + mg[q] + R * al[q]
+            Ds[r + 1] = sv[q] + _lm(mg, q) + R * al[q]
         if m < 16:                                   # few classes: insertion sort
             for r in range(1, m + 1):
                 u = Ds[r]
@@ -399,14 +453,14 @@ cdef class CrammerSingerCD:
         for r in range(m):
             q = cl[r]
             a = al[q]
-            u = (sv[q] + mg[q] + R * a - beta) / R
+            u = (sv[q] + _lm(mg, q) + R * a - beta) / R
             if u < 0.0:
                 u = 0.0
             d = u - a
             if d != 0.0:
                 # dual terms: ||w||^2 gains -2 d S_j + R d^2 at class j; l.a gains l d
                 ww += d * (-2.0 * sv[q] + R * d)
-                la += d * mg[q]
+                la += d * _lm(mg, q)
                 self.dk[nk] = <int32_t>q
                 self.dv[nk] = -d
                 nk += 1
@@ -415,7 +469,7 @@ cdef class CrammerSingerCD:
                 steps += 1
         if steps:
             ww += delta * (2.0 * Sy + R * delta)
-            self.asum[i] = A + delta
+            e.A = A + delta
             self.dk[nk] = yi
             self.dv[nk] = delta
             nk += 1
@@ -428,28 +482,29 @@ cdef class CrammerSingerCD:
     cdef double _visit_empty(self, int64_t i, Tally* t) noexcept nogil:
         """x_i = 0: the dual is linear in the example's alphas, so C_i goes to its largest positive
         margin (nothing if none is); w does not move. The example then leaves the active set."""
-        cdef int64_t K = self.K, j, best = -1, m = self.nact[i]
+        cdef Example* e = &self.ex[i]
+        cdef int64_t K = self.K, j, best = -1, m = e.nact
         cdef double* al = self.alpha_ + i * K
-        cdef const double* mg = self.margin + i * K
+        cdef const double* mg = NULL if self.margin == NULL else self.margin + i * K
         cdef double gmax = 0.0, la = 0.0
         for j in range(K):
-            if j != self.y[i] and mg[j] > gmax:
-                gmax = mg[j]
+            if j != e.y and _lm(mg, j) > gmax:
+                gmax = _lm(mg, j)
                 best = j
         for j in range(K):
-            if j != self.y[i]:
-                la -= mg[j] * al[j]
+            if j != e.y:
+                la -= _lm(mg, j) * al[j]
                 al[j] = 0.0
-        self.asum[i] = 0.0
-        if best >= 0 and self.C[i] > 0.0:
-            al[best] = self.C[i]
-            self.asum[i] = self.C[i]
-            la += mg[best] * self.C[i]
+        e.A = 0.0
+        if best >= 0 and e.C > 0.0:
+            al[best] = e.C
+            e.A = e.C
+            la += gmax * e.C
             t.steps += 1
         self.est_la += la
-        self.shrunk_loss += self.C[i] * gmax      # its loss term, whatever alpha
+        self.shrunk_loss += e.C * gmax      # its loss term, whatever alpha
         t.shrunk += m
-        self.nact[i] = 0
+        e.nact = 0
         return -1.0
 
     # -- bounds --------------------------------------------------------------------------------
@@ -467,16 +522,16 @@ cdef class CrammerSingerCD:
                 self.out[self.order[i]] = 1
             for i in range(self.n):
                 self._all_scores(i, self.sv)
-                Sy = self.sv[self.y[i]]
+                Sy = self.sv[self.ex[i].y]
                 gmax = 0.0
                 for j in range(K):
-                    if j != self.y[i]:
-                        G = self.margin[i * K + j] - Sy + self.sv[j]
+                    if j != self.ex[i].y:
+                        G = (1.0 if self.margin == NULL else self.margin[i * K + j]) - Sy + self.sv[j]
                         if G > gmax:
                             gmax = G
-                loss += self.C[i] * gmax
+                loss += self.ex[i].C * gmax
                 if self.out[i]:
-                    out_loss += self.C[i] * gmax
+                    out_loss += self.ex[i].C * gmax
             self._norm_and_margin_sum()
             self.shrunk_loss = out_loss
         return 0.5 * self.est_ww + loss, -0.5 * self.est_ww + self.est_la
@@ -494,7 +549,7 @@ cdef class CrammerSingerCD:
         with nogil:
             for i in range(self.n):
                 self.order[i] = i
-                self.nact[i] = <int32_t>(self.K - 1)
+                self.ex[i].nact = <int32_t>(self.K - 1)
         self.n_active = self.n
         self.n_active_cons = self.n * (self.K - 1)
         self.est_loss += self.shrunk_loss
@@ -528,7 +583,7 @@ cdef class CrammerSingerCD:
         with nogil:
             for i in range(self.n):
                 for j in range(K):
-                    if j != self.y[i]:
+                    if j != self.ex[i].y:
                         o[c] = self.alpha_[i * K + j]
                         c += 1
         return out
