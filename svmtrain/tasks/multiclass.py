@@ -25,8 +25,10 @@ from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, de
 # Listing every (i, j) measured faster than cutting planes on pendigits (K = 10), on sector
 # (K = 105: 22.7 s against 33 s to a gap of 1e-3) and on all of kddcup99 scaled to [0, 1]
 # (494,020 x 22 = 10.9 M constraints: 16 s and 2.8 GB peak against 59 s and 1.1 GB to a gap of
-# 5.9e-3). It costs about 250 bytes per constraint (the task's arrays and the engine's), so the
-# cutting planes take over past this many constraints (about 3 GB).
+# 5.9e-3, with the engine's term records). The n-slack mode's Crammer-Singer kernel
+# (ClassListing.cache) needs about 30 bytes per constraint (kddcup99: 531 MB peak, reading
+# included), but the paths that make the term records (--nonneg, the online-dual and Dask
+# modes, dual states) still cost about 250, so the cutting planes take over past this many.
 LIST_ALL_UP_TO = 12_000_000
 
 
