@@ -3,7 +3,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = ["_reader", "_engine", "_linear", "_oracles", "_budget", "_oneslack"]
+KERNELS = ["_reader", "_engine", "_linear", "_oracles", "_budget", "_oneslack", "_multiclass"]
 
 extensions = [
     Extension(

@@ -23,7 +23,8 @@ Sales NNS B-NP
 rose VBD B-VP
 """
 
-# features numbered in first-seen order, with --affix 1 (see the module notes for the names)
+# features numbered in first-seen order, with --affix 1 --column-window 1 --column-ngrams 1 (the
+# column features in the word window, no n-grams; see the module notes for the names)
 SNIPPET_FEATURES = [
     "bias", "w=He", "lower=he", "shape=Xx", "pre1=H", "suf1=e", "col2=PRP", "bos[-1]",  # 1-8
     "w[+1]=rose", "lower[+1]=rose", "shape[+1]=x", "col2[+1]=VBD",                     # 9-12
@@ -35,6 +36,9 @@ SNIPPET_FEATURES = [
     "w=Sales", "lower=sales", "pre1=S", "suf1=s", "col2=NNS",                          # 37-41
     "w[-1]=Sales", "lower[-1]=sales", "col2[-1]=NNS",                                  # 42-44
 ]
+
+
+LEGACY = ("--column-window", "1", "--column-ngrams", "1")
 
 
 def svm(tag, qid, *ids):
@@ -68,9 +72,10 @@ def snippet(tmp_path):
 
 @pytest.fixture
 def trained(runner, snippet, tmp_path):
-    """(dictionary, svm output) of the snippet converted with --affix 1."""
+    """(dictionary, svm output) of the snippet converted with --affix 1 --column-window 1
+    --column-ngrams 1."""
     dic, out = tmp_path / "dict.txt", tmp_path / "train.svm"
-    r = run(runner, "conll2svm", "--affix", "1", "--new-dictionary", dic, snippet, out)
+    r = run(runner, "conll2svm", "--affix", "1", *LEGACY, "--new-dictionary", dic, snippet, out)
     assert r.exit_code == 0, r.output
     return dic, out
 
@@ -89,24 +94,63 @@ def test_snippet_gives_exactly_the_expected_lines_and_dictionary(runner, trained
     dic, out = trained
     assert lines(out) == SNIPPET_SVM
     text = lines(dic)
-    assert text[:12] == ["svmtools-conll-dictionary 1", "columns 3", "word yes", "lower yes",
-                         "shape yes", "affix 1", "other-columns yes", "window 1", "bias yes",
-                         "unit-length no", "min-count 1", "tags 3"]
-    assert text[12:16] == ["1 B-NP", "2 B-VP", "3 O", f"features {len(SNIPPET_FEATURES)}"]
-    assert text[16:] == [f"{i} {name}" for i, name in enumerate(SNIPPET_FEATURES, 1)]
+    assert text[:14] == ["svmtools-conll-dictionary 1", "columns 3", "word yes", "lower yes",
+                         "shape yes", "affix 1", "other-columns yes", "window 1",
+                         "column-window 1", "column-ngrams 1", "bias yes", "unit-length no",
+                         "min-count 1", "tags 3"]
+    assert text[14:18] == ["1 B-NP", "2 B-VP", "3 O", f"features {len(SNIPPET_FEATURES)}"]
+    assert text[18:] == [f"{i} {name}" for i, name in enumerate(SNIPPET_FEATURES, 1)]
     d = conll.read_dictionary(str(dic))
     assert d.tags == ["B-NP", "B-VP", "O"] and d.features == SNIPPET_FEATURES
-    assert d.settings == conll.Settings(affix=1) and d.columns == 3
+    assert d.settings == conll.Settings(affix=1, column_window=1, column_ngrams=1)
+    assert d.columns == 3
+
+
+def test_column_window_and_ngrams(runner, snippet, tmp_path):
+    """POS tags two tokens either side and their bigrams and trigrams (<s>, </s> past the ends);
+    bos/eos once per offset the word window does not reach."""
+    dic, out = tmp_path / "d", tmp_path / "o"
+    r = run(runner, "conll2svm", "--affix", "0", "--window", "0", "--column-window", "2",
+            "--column-ngrams", "3", "--no-word", "--no-lower", "--no-shape", "--no-bias",
+            "--new-dictionary", dic, snippet, out)
+    assert r.exit_code == 0, r.output
+    d = conll.read_dictionary(str(dic))
+    first = [d.features[int(f.split(":")[0]) - 1] for f in lines(out)[0].split()[2:]]
+    assert sorted(first) == sorted([
+        "col2=PRP", "bos[-2]", "bos[-1]", "col2[+1]=VBD", "col2[+2]=.",
+        "col2[-2:-1]=<s>|<s>", "col2[-1:+0]=<s>|PRP", "col2[+0:+1]=PRP|VBD", "col2[+1:+2]=VBD|.",
+        "col2[-2:+0]=<s>|<s>|PRP", "col2[-1:+1]=<s>|PRP|VBD", "col2[+0:+2]=PRP|VBD|."])
+    last = [d.features[int(f.split(":")[0]) - 1] for f in lines(out)[-1].split()[2:]]
+    assert "col2[+0:+1]=VBD|</s>" in last and "col2[-1:+1]=NNS|VBD|</s>" in last
+    assert "eos[+2]" in last and "col2[-2]=VBD" not in last    # sentences do not leak
+
+
+def test_dictionary_without_the_column_options_reads_as_before(runner, snippet, tmp_path, trained):
+    """A dictionary written before --column-window / --column-ngrams existed lacks their lines:
+    it reads as column window = window, no n-grams, and the test file maps as it did."""
+    dic, out = trained
+    old = tmp_path / "old.dict"
+    old.write_text("".join(line + "\n" for line in lines(dic)
+                           if not line.startswith(("column-window", "column-ngrams"))))
+    d = conll.read_dictionary(str(old))
+    assert d.settings == conll.Settings(affix=1, column_window=1, column_ngrams=1)
+    again = tmp_path / "again.svm"
+    r = run(runner, "conll2svm", "--dictionary", old, snippet, again)
+    assert r.exit_code == 0, r.output
+    assert lines(again) == lines(out)
 
 
 def test_default_options(runner, snippet, tmp_path):
-    """Defaults: affixes up to 3, window 1, binary values."""
+    """Defaults: affixes up to 3, window 1, columns in a window of 2 with their bigrams, binary
+    values."""
     r = run(runner, "conll2svm", "--new-dictionary", tmp_path / "d", snippet, tmp_path / "o")
     assert r.exit_code == 0, r.output
     d = conll.read_dictionary(str(tmp_path / "d"))
     assert d.settings == conll.Settings()
     assert {"pre3=Sal", "suf3=les", "pre2=He", "suf2=se"} <= set(d.features)
     assert "pre3=He" not in d.features      # no affix longer than the word
+    assert {"col2[-2]=PRP", "col2[-1:+0]=PRP|VBD", "col2[+0:+1]=.|</s>"} <= set(d.features)
+    assert not any(f.count("|") > 1 for f in d.features)      # bigrams only
     assert "2 sentences, 5 tokens, 3 tags" in r.stderr
 
 
@@ -230,9 +274,13 @@ def _dictionary_text():
     (lambda t: t.replace("columns 3", "columns x"), 2, "columns: expected an integer >= 2, got 'x'"),
     (lambda t: t.replace("shape yes", "shape maybe"), 5, "shape: expected yes or no"),
     (lambda t: t.replace("window 1", "windows 1"), 8, "expected 'window VALUE'"),
-    (lambda t: t.replace("2 O", "3 O"), 14, "expected '2 NAME' (tags 2 of 2)"),
-    (lambda t: t.replace("2 O", "2 B-NP"), 14, "tags: 'B-NP' appears twice"),
-    (lambda t: t + "3 extra\n", 18, "unexpected text after the last feature"),
+    (lambda t: t.replace("column-window 2", "column-window x"), 9,
+     "column-window: expected an integer >= 0, got 'x'"),
+    (lambda t: t.replace("column-ngrams 2", "column-ngrams 0"), 10,
+     "column-ngrams: expected an integer >= 1, got '0'"),
+    (lambda t: t.replace("2 O", "3 O"), 16, "expected '2 NAME' (tags 2 of 2)"),
+    (lambda t: t.replace("2 O", "2 B-NP"), 16, "tags: 'B-NP' appears twice"),
+    (lambda t: t + "3 extra\n", 20, "unexpected text after the last feature"),
     (lambda t: t.replace("2 w=He\n", ""), None, "ends early: expected 2 features (got 1)"),
 ])
 def test_malformed_dictionary(runner, snippet, tmp_path, edit, line, reason):
@@ -297,8 +345,8 @@ def test_options_and_the_dictionary_guard(runner, trained, snippet, tmp_path):
 def test_min_count_keeps_frequent_features_in_first_seen_order(runner, snippet, tmp_path, trained):
     full_dic, full_out = trained
     dic, out = tmp_path / "d2", tmp_path / "o2"
-    r = run(runner, "conll2svm", "--affix", "1", "--min-count", "2", "--new-dictionary", dic,
-            snippet, out)
+    r = run(runner, "conll2svm", "--affix", "1", *LEGACY, "--min-count", "2", "--new-dictionary",
+            dic, snippet, out)
     assert r.exit_code == 0, r.output
     full, pruned = conll.read_dictionary(str(full_dic)), conll.read_dictionary(str(dic))
     counts = {}
@@ -317,7 +365,7 @@ def test_min_count_keeps_frequent_features_in_first_seen_order(runner, snippet, 
 
 def test_unit_length(runner, snippet, tmp_path):
     dic, out = tmp_path / "d", tmp_path / "o"
-    r = run(runner, "conll2svm", "--unit-length", "--affix", "1", "--new-dictionary", dic,
+    r = run(runner, "conll2svm", "--unit-length", "--affix", "1", *LEGACY, "--new-dictionary", dic,
             snippet, out)
     assert r.exit_code == 0, r.output
     for line, expected in zip(lines(out), SNIPPET_SVM):

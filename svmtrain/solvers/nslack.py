@@ -46,7 +46,11 @@ class TrainResult:
 
 
 def _cache(problem, cons):
-    return ConstraintCache.from_problem(problem, cons)
+    # a task may list its constraints for a kernel of its own (multiclass: Crammer-Singer's,
+    # record-free), which solve() drives as it drives the engine
+    own = getattr(cons, "cache", None)
+    cache = own(problem) if own is not None else None
+    return cache if cache is not None else ConstraintCache.from_problem(problem, cons)
 
 
 # Each round re-solves the cache for at most this many epochs: the next oracle pass gives better

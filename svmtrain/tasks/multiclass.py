@@ -25,8 +25,10 @@ from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, de
 # Listing every (i, j) measured faster than cutting planes on pendigits (K = 10), on sector
 # (K = 105: 22.7 s against 33 s to a gap of 1e-3) and on all of kddcup99 scaled to [0, 1]
 # (494,020 x 22 = 10.9 M constraints: 16 s and 2.8 GB peak against 59 s and 1.1 GB to a gap of
-# 5.9e-3). It costs about 250 bytes per constraint (the task's arrays and the engine's), so the
-# cutting planes take over past this many constraints (about 3 GB).
+# 5.9e-3, with the engine's term records). The n-slack mode's Crammer-Singer kernel
+# (ClassListing.cache) needs about 30 bytes per constraint (kddcup99: 531 MB peak, reading
+# included), but the paths that make the term records (--nonneg, the online-dual and Dask
+# modes, dual states) still cost about 250, so the cutting planes take over past this many.
 LIST_ALL_UP_TO = 12_000_000
 
 
@@ -94,11 +96,7 @@ class Multiclass(LabelledTask):
         if block.n_rows * (self.K - 1) > LIST_ALL_UP_TO:
             return None
         y = np.asarray(self.label_index(block, problem.path), np.int64)
-        rows = np.repeat(np.arange(block.n_rows, dtype=np.int64), self.K - 1)
-        yr = y[rows]
-        j = np.tile(np.arange(self.K - 1, dtype=np.int64), block.n_rows)
-        j += j >= yr                  # the K - 1 classes other than y_i, ascending
-        return self._constraints(rows, yr, j)
+        return ClassListing(self, y)
 
     def scores(self, w, block, geometry):
         return block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
@@ -129,6 +127,69 @@ class Multiclass(LabelledTask):
 
     def new_metric(self):
         return AccuracyMetric()
+
+
+class ClassListing(Constraints):
+    """Every constraint (i, j), j != y_i, example by example, classes ascending. The margins (and a
+    hot start) are arrays; the term arrays, about 90 bytes a constraint, are made on first use only:
+    the n-slack mode hands the listing to a Crammer-Singer kernel that reads rows and labels
+    instead (`cache`), which is also what makes it cheap on kddcup99 (2 M constraints)."""
+
+    def __init__(self, task, y):
+        self.task, self.y = task, y
+        self.margin = np.ones(len(y) * (task.K - 1))   # Delta(y_i, j) = 1 for j != y_i
+        self.alpha0 = None
+        self._pairs = self._made = None
+
+    def _classes(self):
+        """(example, class) of each constraint."""
+        if self._pairs is None:
+            n, K = len(self.y), self.task.K
+            rows = np.repeat(np.arange(n, dtype=np.int64), K - 1)
+            j = np.tile(np.arange(K - 1, dtype=np.int64), n)
+            j += j >= self.y[rows]              # the K - 1 classes other than y_i, ascending
+            self._pairs = rows, j
+        return self._pairs
+
+    def _terms(self):
+        if self._made is None:
+            rows, j = self._classes()
+            self._made = self.task._constraints(rows, self.y[rows], j)
+        return self._made
+
+    tptr = property(lambda self: self._terms().tptr)
+    term_row = property(lambda self: self._terms().term_row)
+    term_scale = property(lambda self: self._terms().term_scale)
+    term_offset = property(lambda self: self._terms().term_offset)
+    term_bias = property(lambda self: self._terms().term_bias)
+    group = property(lambda self: self._classes()[0])
+    key = property(lambda self: self._classes()[1])
+
+    def cache(self, problem):
+        """The Crammer-Singer kernel's cache of these constraints (svmtrain.engine.solve drives it
+        as a ConstraintCache); None with non-negative weights, which the engine's general visit
+        handles (the exact subproblem assumes w = sum alpha x, unclipped)."""
+        if problem.nonneg is not None and np.any(problem.nonneg):
+            return None
+        if len(problem.indptr) != len(self.y) + 1 or problem.stride != self.task.K:
+            return None
+        return CrammerSingerCache(problem, self)
+
+
+class CrammerSingerCache:
+    """What svmtrain.engine.solve asks of a cache, for the record-free kernel."""
+
+    def __init__(self, problem, listing):
+        self.problem, self.listing = problem, listing
+        self.alpha0 = listing.alpha0
+
+    def engine(self, alpha=None, *, seed=1, shrinking=True):
+        from svmtrain._multiclass import CrammerSingerCD
+        p, lst = self.problem, self.listing
+        return CrammerSingerCD(p.indptr, p.indices, p.data, lst.y, p.C, lst.margin, alpha,
+                               n_cols=p.n_cols, n_classes=lst.task.K,
+                               bias=0.0 if p.bias is None else float(p.bias),
+                               has_bias=p.bias is not None, seed=seed, shrinking=shrinking)
 
 
 class AccuracyMetric:
