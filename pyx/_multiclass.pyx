@@ -555,6 +555,16 @@ cdef class CrammerSingerCD:
         self.est_loss += self.shrunk_loss
         self.shrunk_loss = 0.0
 
+    def approximate_gap(self):
+        """nan: the gap-term estimate is for one-constraint groups; engine.solve uses eq. 23's."""
+        return float("nan")
+
+    @property
+    def shrinking_thresholds(self):
+        """(inf, inf): examples shrink whole by LIBLINEAR -s 4's rule, not by thresholds a state
+        could carry over."""
+        return (INFINITY, INFINITY)
+
     @property
     def n_crammer_singer_groups(self):
         return self.n

@@ -182,6 +182,7 @@ class CrammerSingerCache:
     def __init__(self, problem, listing):
         self.problem, self.listing = problem, listing
         self.alpha0 = listing.alpha0
+        self.shrink0 = None          # -s 4's whole-example shrinking has no thresholds to carry
 
     def engine(self, alpha=None, *, seed=1, shrinking=True):
         from svmtrain._multiclass import CrammerSingerCD
