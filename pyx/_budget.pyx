@@ -69,6 +69,7 @@ cdef struct Store:
     int64_t cap_sv         # slots allocated (budget + 1)
     double* beta
     double* beta_avg       # BSCA's averaged output on the same points (see bsca_epoch), else unused
+    bint track_avg         # merges keep beta_avg (two more exponentials each) only when it is used
     double* sqnorm
     int64_t* start         # row j is pool_ind/pool_val[start[j] : start[j] + length[j]]
     int64_t* length
@@ -470,8 +471,10 @@ cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double*
     s.used = out
     # the averaged coefficients follow the same merge: their best coefficient on phi(z), the
     # projection avg_m k(x_m, z) + avg_j k(x_j, z) (k(x_m, z) = kappa^((1-h)^2), k(x_j, z) = kappa^(h^2))
-    cdef double avg_z = (s.beta_avg[m] * exp(-c.gd2 * (1.0 - h) * (1.0 - h))
-                         + s.beta_avg[j] * exp(-c.gd2 * h * h))
+    cdef double avg_z = 0.0
+    if s.track_avg:
+        avg_z = (s.beta_avg[m] * exp(-c.gd2 * (1.0 - h) * (1.0 - h))
+                 + s.beta_avg[j] * exp(-c.gd2 * h * h))
     if m > j:   # remove the higher slot first: the lower one does not move
         remove_sv(s, m, slot_of)
         remove_sv(s, j, slot_of)
@@ -506,6 +509,7 @@ cdef class Expansion:
         self.s.row_gd2 = <double*> malloc(capacity * sizeof(double))
         self.s.row_kappa = <double*> malloc(capacity * sizeof(double))
         self.s.row_of = -1
+        self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
         self.s.pool_ind, self.s.pool_val, self.s.dense = NULL, NULL, NULL
         if 0 < n_cols and capacity * n_cols <= DENSE_LIMIT:
@@ -739,19 +743,22 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps).
     merge_table: the precomputed merge search, else golden-section search to `precision`.
 
-    alpha_avg (optional): receives the mean of the epoch's n iterates, a_bar = (1/n) sum_s a^(s),
-    a^(s) the coefficients after step s (Shalev-Shwartz & Zhang 2013, SDCA's averaging output
-    with T0 = the epoch's start). Step s changes the iterates s..n, so it enters a_bar with the
-    weight (n - s + 1) / n; the store's averaged coefficients (export(averaged=True)) get the same
-    weighted updates on the same points, so the averaged model w(a_bar) costs no extra kernel row.
-    A merge replaces their pair by its projection on phi(z), as it does beta's. The iterates
-    themselves, and so the next epoch, are those of plain BSCA."""
+    alpha_avg (optional): receives the mean of the iterates of the epoch's last `window` steps
+    (all n when window is 0 or above n), a_bar = (1/W) sum_{s > n-W} a^(s), a^(s) the coefficients
+    after step s (Shalev-Shwartz & Zhang 2013, SDCA's averaging output with T0 = n - W). Step s
+    changes the iterates s..n, so it enters a_bar with the weight (n - s + 1) / W; the store's
+    averaged coefficients (export(averaged=True)) get the same weighted updates on the same points,
+    so the averaged model w(a_bar) costs no extra kernel row. A merge replaces their pair by its
+    projection on phi(z) (z chosen for beta); an SV whose beta returns to 0 hands its averaged
+    coefficient, projected, to the SV nearest to it. The iterates themselves, and so the next
+    epoch, are those of plain BSCA."""
     cdef int64_t n = indptr.shape[0] - 1
     _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, alpha, slot_of, perm, rng, budget, precision)
     cdef bint average = alpha_avg is not None
     if average and alpha_avg.shape[0] != n:
         raise ValueError("alpha_avg needs one entry per row")
     cdef Store* s = &e.s
+    s.track_avg = average
     cdef int64_t t, i, merges = 0, steps = 0, status = STATUS_OK
     cdef double f, a, v, delta, coef, weight = 0.0, degradation = 0.0
     cdef int64_t j
@@ -812,6 +819,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     if clock.shape[0] != 1 or clock[0] < 0:
         raise ValueError("clock must be one non-negative counter")
     cdef Store* s = &e.s
+    s.track_avg = False
     cdef int64_t t, i, merges = 0, violations = 0, status = STATUS_OK
     cdef double f, coef, degradation = 0.0
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL

@@ -24,8 +24,11 @@ point by about 0.8 delta, and the last iterate of an epoch carries the noise of 
 its test accuracy swung between 60% and 84% from seed to seed and epoch to epoch, also without a
 budget (exact kernel, no merging) and with the AUC the same for every seed. The mean of the
 epoch's iterates does not: SDCA's averaging output (Shalev-Shwartz & Zhang 2013, the option for
-Lipschitz losses such as the hinge) returns a_bar = the mean of the last epoch's n iterates and
-w(a_bar). a_bar is in the box (a mean of feasible points), so D(a_bar) is a lower bound as before
+Lipschitz losses such as the hinge) returns a_bar = the mean of the iterates of the last epoch's
+last W steps and w(a_bar); W = B by default (`window`): the averaged coefficients are kept on the
+iterate's SVs, and a merge, chosen for the iterate, moves them by a projection; within B steps at
+most B merges happen (one turnover of the budget). On a9a's test file, averaging whole epochs
+gave 74.5-82.8%, W = 10000 steps 82.8-84.3%, W = B = 500 83.8-84.4% (seeds 1-3, 1-2 epochs). a_bar is in the box (a mean of feasible points), so D(a_bar) is a lower bound as before
 (and D(a_bar) >= the mean of the D(a^(s)), D being concave); the averaged model w~_bar is a point of
 the feature space, so P(w~_bar) is an upper bound. The iterates, and so the next epoch, are plain
 BSCA's; `average=False` returns the last iterate instead (the paper's Alg. 2 as printed).
