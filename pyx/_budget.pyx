@@ -68,6 +68,8 @@ cdef struct Store:
     int64_t n_sv           # support vectors in use: slots 0 .. n_sv-1
     int64_t cap_sv         # slots allocated (budget + 1)
     double* beta
+    double* beta_avg       # BSCA's averaged output on the same points (see bsca_epoch), else unused
+    bint track_avg         # merges keep beta_avg (two more exponentials each) only when it is used
     double* sqnorm
     int64_t* start         # row j is pool_ind/pool_val[start[j] : start[j] + length[j]]
     int64_t* length
@@ -202,6 +204,7 @@ cdef int add_sv(Store* s, const int64_t* ind, const double* val, int64_t a, int6
     s.start[j], s.length[j] = s.used, q - s.used
     s.used = q
     s.beta[j], s.sqnorm[j], s.owner[j] = beta, sqn, owner
+    s.beta_avg[j] = beta
     s.row_of = -1
     dense_write(s, j)
     s.n_sv += 1
@@ -215,7 +218,7 @@ cdef void remove_sv(Store* s, int64_t j, int64_t* slot_of) noexcept nogil:
     if s.owner[j] >= 0 and slot_of != NULL:
         slot_of[s.owner[j]] = -1
     if j != last:
-        s.beta[j], s.sqnorm[j] = s.beta[last], s.sqnorm[last]
+        s.beta[j], s.sqnorm[j], s.beta_avg[j] = s.beta[last], s.sqnorm[last], s.beta_avg[last]
         s.start[j], s.length[j], s.owner[j] = s.start[last], s.length[last], s.owner[last]
         if s.dense != NULL:
             memcpy(s.dense + j * s.n_cols, s.dense + last * s.n_cols, s.n_cols * sizeof(double))
@@ -378,6 +381,7 @@ cdef double table_h(double share, double gd2, double kappa, double* gain) noexce
 cdef struct MergeChoice:
     int64_t m, partner     # partner -1: no SV of the same sign (m is then simply removed)
     double h, beta_z, degradation
+    double gd2             # gamma ||x_m - x_partner||^2 of the chosen pair
 
 
 cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept nogil:
@@ -389,7 +393,7 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
         if fabs(s.beta[j]) < fabs(s.beta[m]):
             m = j
     best.m, best.partner, best.h = m, -1, 1.0
-    best.beta_z, best.degradation = 0.0, s.beta[m] * s.beta[m]
+    best.beta_z, best.degradation, best.gd2 = 0.0, s.beta[m] * s.beta[m], 0.0
     cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot, best_gd2 = 0.0, best_kappa = 0.0
     # the smallest SV is often the example just added: its kernel row came with its margin
     cdef bint cached = m == s.row_of
@@ -420,12 +424,13 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
         if wd < 0.0:
             wd = 0.0   # rounding: the true degradation is >= 0
         if best.partner < 0 or wd < best.degradation:
-            best.partner, best.h, best.beta_z, best.degradation = j, h, bz, wd
+            best.partner, best.h, best.beta_z, best.degradation, best.gd2 = j, h, bz, wd, gd2
     if s.dense == NULL and not cached:
         unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
     if table and best.partner >= 0:   # the exact h search, coefficient and degradation of the pair
         bj = s.beta[best.partner]
         best.h = table_h(bm / (bm + bj), best_gd2, best_kappa, &gain)
+        best.gd2 = best_gd2
         best.beta_z = (bm + bj) * gain
         wd = bm * bm + bj * bj + 2.0 * bm * bj * best_kappa - best.beta_z * best.beta_z
         best.degradation = wd if wd > 0.0 else 0.0
@@ -464,6 +469,12 @@ cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double*
             out += 1
     cdef int64_t z_start = s.used, z_length = out - s.used
     s.used = out
+    # the averaged coefficients follow the same merge: their best coefficient on phi(z), the
+    # projection avg_m k(x_m, z) + avg_j k(x_j, z) (k(x_m, z) = kappa^((1-h)^2), k(x_j, z) = kappa^(h^2))
+    cdef double avg_z = 0.0
+    if s.track_avg:
+        avg_z = (s.beta_avg[m] * exp(-c.gd2 * (1.0 - h) * (1.0 - h))
+                 + s.beta_avg[j] * exp(-c.gd2 * h * h))
     if m > j:   # remove the higher slot first: the lower one does not move
         remove_sv(s, m, slot_of)
         remove_sv(s, j, slot_of)
@@ -473,6 +484,7 @@ cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double*
     cdef int64_t z = s.n_sv
     s.start[z], s.length[z] = z_start, z_length
     s.beta[z], s.sqnorm[z], s.owner[z] = c.beta_z, sqn, -1
+    s.beta_avg[z] = avg_z
     dense_write(s, z)
     s.n_sv += 1
     return 0
@@ -488,6 +500,7 @@ cdef class Expansion:
             raise ValueError("Expansion needs n_cols >= 0, capacity >= 1, gamma > 0")
         self.s.n_sv, self.s.cap_sv, self.s.n_cols, self.s.gamma = 0, capacity, n_cols, gamma
         self.s.beta = <double*> malloc(capacity * sizeof(double))
+        self.s.beta_avg = <double*> malloc(capacity * sizeof(double))
         self.s.sqnorm = <double*> malloc(capacity * sizeof(double))
         self.s.start = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.length = <int64_t*> malloc(capacity * sizeof(int64_t))
@@ -496,13 +509,14 @@ cdef class Expansion:
         self.s.row_gd2 = <double*> malloc(capacity * sizeof(double))
         self.s.row_kappa = <double*> malloc(capacity * sizeof(double))
         self.s.row_of = -1
+        self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
         self.s.pool_ind, self.s.pool_val, self.s.dense = NULL, NULL, NULL
         if 0 < n_cols and capacity * n_cols <= DENSE_LIMIT:
             self.s.dense = <double*> malloc(capacity * n_cols * sizeof(double))
             if self.s.dense == NULL:
                 raise MemoryError()
-        if (self.s.beta == NULL or self.s.sqnorm == NULL or self.s.start == NULL
+        if (self.s.beta == NULL or self.s.beta_avg == NULL or self.s.sqnorm == NULL or self.s.start == NULL
                 or self.s.length == NULL or self.s.owner == NULL or self.s.work == NULL
                 or self.s.row_gd2 == NULL or self.s.row_kappa == NULL
                 or reserve(&self.s, 1024) != 0):
@@ -510,6 +524,7 @@ cdef class Expansion:
 
     def __dealloc__(self):
         free(self.s.beta)
+        free(self.s.beta_avg)
         free(self.s.sqnorm)
         free(self.s.start)
         free(self.s.length)
@@ -557,8 +572,9 @@ cdef class Expansion:
                 raise MemoryError()
         return e
 
-    def export(self, double scale=1.0):
-        """(beta * scale, indptr, indices, data) of the SVs in slot order."""
+    def export(self, double scale=1.0, bint averaged=False):
+        """(beta * scale, indptr, indices, data) of the SVs in slot order; averaged: BSCA's averaged
+        coefficients instead of beta (the last epoch's mean iterate, see bsca_epoch)."""
         cdef int64_t n = self.s.n_sv, j, p, q = 0, total = 0
         for j in range(n):
             total += self.s.length[j]
@@ -569,7 +585,7 @@ cdef class Expansion:
         cdef double[::1] b = beta, d = data
         cdef int64_t[::1] ip = indptr, ind = indices
         for j in range(n):
-            b[j] = self.s.beta[j] * scale
+            b[j] = (self.s.beta_avg[j] if averaged else self.s.beta[j]) * scale
             for p in range(self.s.start[j], self.s.start[j] + self.s.length[j]):
                 ind[q] = self.s.pool_ind[p]
                 d[q] = self.s.pool_val[p]
@@ -683,20 +699,32 @@ cdef int64_t STATUS_OK = 0, STATUS_NOMEM = -1
 
 
 cdef int64_t place(Store* s, const int64_t* pi, const double* pv, int64_t start, int64_t end,
-                   double sqn, double coef, int64_t i, int64_t* slot_of, bint row_known,
-                   int64_t budget, double precision, bint merge_table, int64_t* merges,
-                   double* degradation) noexcept nogil:
-    """Add coef phi(x_i) to the model (BSCA's and BSGD's step alike): to x_i's own support vector
-    while it has one, else as a new one, merging two when over the budget. row_known: the kernel
-    row of the margin just computed is x_i's against the others (a merge may reuse it)."""
-    cdef int64_t j = slot_of[i]
+                   double sqn, double coef, double avg_coef, int64_t i, int64_t* slot_of,
+                   bint row_known, int64_t budget, double precision, bint merge_table,
+                   int64_t* merges, double* degradation) noexcept nogil:
+    """Add coef phi(x_i) to the model (BSCA's and BSGD's step alike), and avg_coef phi(x_i) to the
+    averaged coefficients: to x_i's own support vector while it has one, else as a new one, merging
+    two when over the budget. row_known: the kernel row of the margin just computed is x_i's
+    against the others (a merge may reuse it). An SV whose beta returns to exactly 0 leaves (its
+    averaged coefficient with it: the iterates' path is the same with and without averaging)."""
+    cdef int64_t j = slot_of[i], l, near
     if j >= 0:
         s.beta[j] += coef
+        s.beta_avg[j] += avg_coef
         if s.beta[j] == 0.0:
+            if s.beta_avg[j] != 0.0 and row_known and s.n_sv > 1:
+                # x_i leaves the iterate but not the average: its averaged coefficient goes to the
+                # SV nearest to x_i, projected (avg k(x_i, x~_l)); the margin's kernel row has them
+                near = 0 if j != 0 else 1
+                for l in range(s.n_sv):
+                    if l != j and s.row_kappa[l] > s.row_kappa[near]:
+                        near = l
+                s.beta_avg[near] += s.beta_avg[j] * s.row_kappa[near]
             remove_sv(s, j, slot_of)
         return STATUS_OK
     if add_sv(s, pi, pv, start, end, sqn, coef, i) != 0:
         return STATUS_NOMEM
+    s.beta_avg[s.n_sv - 1] = avg_coef
     slot_of[i] = s.n_sv - 1
     if row_known:
         s.row_of = s.n_sv - 1
@@ -711,20 +739,43 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                const double[::1] data, const double[::1] sqnorm, const double[::1] y,
                const double[::1] cost, double[::1] alpha, int64_t[::1] slot_of, int64_t[::1] perm,
                uint64_t[::1] rng, int64_t budget, double precision, bint regression, double p,
-               bint merge_table=True):
+               bint merge_table=True, double[::1] alpha_avg=None, int64_t window=0):
     """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps).
-    merge_table: the precomputed merge search, else golden-section search to `precision`."""
+    merge_table: the precomputed merge search, else golden-section search to `precision`.
+
+    alpha_avg (optional): receives the mean of the iterates of the epoch's last `window` steps
+    (all n when window is 0 or above n), a_bar = (1/W) sum_{s > n-W} a^(s), a^(s) the coefficients
+    after step s (Shalev-Shwartz & Zhang 2013, SDCA's averaging output with T0 = n - W). Step s
+    changes the iterates s..n, so it enters a_bar with the weight (n - s + 1) / W; the store's
+    averaged coefficients (export(averaged=True)) get the same weighted updates on the same points,
+    so the averaged model w(a_bar) costs no extra kernel row. A merge replaces their pair by its
+    projection on phi(z) (z chosen for beta); an SV whose beta returns to 0 hands its averaged
+    coefficient, projected, to the SV nearest to it. The iterates themselves, and so the next
+    epoch, are those of plain BSCA."""
     cdef int64_t n = indptr.shape[0] - 1
     _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, alpha, slot_of, perm, rng, budget, precision)
+    cdef bint average = alpha_avg is not None
+    if average and alpha_avg.shape[0] != n:
+        raise ValueError("alpha_avg needs one entry per row")
     cdef Store* s = &e.s
+    s.track_avg = average
     cdef int64_t t, i, merges = 0, steps = 0, status = STATUS_OK
-    cdef double f, a, v, delta, coef, degradation = 0.0
+    cdef double f, a, v, delta, coef, weight = 0.0, degradation = 0.0
+    cdef int64_t j
+    if window <= 0 or window > n:
+        window = n
+    cdef int64_t avg_from = n - window
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
     cdef const double* pv = &data[0] if data.shape[0] else NULL
     with nogil:
         shuffle(perm, &rng[0])
         for t in range(n):
             i = perm[t]
+            if average and t == avg_from:   # the averaging window opens: the mean starts here
+                for j in range(s.n_sv):
+                    s.beta_avg[j] = s.beta[j]
+                for j in range(n):
+                    alpha_avg[j] = alpha[j]
             f = expansion_at(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i])
             if regression:   # soft threshold, then the box [-C_i, C_i]; Q_ii = 1
                 v = alpha[i] + (y[i] - f)
@@ -741,8 +792,13 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 continue
             steps += 1
             alpha[i] = a
-            status = place(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i, &slot_of[0],
-                           True, budget, precision, merge_table, &merges, &degradation)
+            if average and t >= avg_from:   # step t + 1 of n
+                weight = (n - t) / <double> window
+                alpha_avg[i] += weight * delta
+            else:
+                weight = 0.0
+            status = place(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, weight * coef, i,
+                           &slot_of[0], True, budget, precision, merge_table, &merges, &degradation)
             if status == STATUS_NOMEM:
                 break
     if status == STATUS_NOMEM:
@@ -763,6 +819,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     if clock.shape[0] != 1 or clock[0] < 0:
         raise ValueError("clock must be one non-negative counter")
     cdef Store* s = &e.s
+    s.track_avg = False
     cdef int64_t t, i, merges = 0, violations = 0, status = STATUS_OK
     cdef double f, coef, degradation = 0.0
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
@@ -789,7 +846,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
             violations += 1
             count[i] += 1.0 if coef > 0.0 or not regression else -1.0
             # (the first step computed no margin, so no kernel row of x_i)
-            status = place(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, i, &slot_of[0],
+            status = place(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i], coef, 0.0, i, &slot_of[0],
                            clock[0] >= 2, budget, precision, merge_table, &merges, &degradation)
             if status == STATUS_NOMEM:
                 break

@@ -12,7 +12,7 @@ BUDGETED_TASKS = ("binary", "multiclass", "regression")
 # option name -> flag, for "applies to --mode budgeted" errors
 BUDGETED_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
             "merge_precision": "--merge-precision", "merge_search": "--merge-search",
-            "validation": "--validation"}
+            "average": "--average", "validation": "--validation"}
 
 
 def _precision(ctx, param, value):
@@ -38,6 +38,12 @@ def budgeted_options(f):
                      help="Budgeted: bsca is dual coordinate ascent (Qaadan et al.), sgd is the "
                           "primal BSGD (Wang et al.; learning rate 1/(lambda t), lambda = 1/(C n)) "
                           "with the same merging  [default: bsca]"),
+        click.option("--average/--no-average", default=None,
+                     help="Budgeted, BSCA: the model (and its dual coefficients) is the mean of the "
+                          "iterates over the last --budget steps of the last epoch (SDCA's "
+                          "averaging output, Shalev-Shwartz & Zhang 2013): the last iterate's "
+                          "decision values carry the noise of its last steps; --no-average returns "
+                          "the last iterate (Qaadan et al.'s Alg. 2 as printed)  [default: average]"),
         click.option("--merge-search", type=click.Choice(("table", "golden")), default=None,
                      help="Budgeted: how a merge finds the merged point: table interpolates a "
                           "precomputed table of the best point and its weight degradation "
@@ -81,7 +87,7 @@ def check_budgeted_options(mode, task, given, *, bias, loss, rescaling, model_fo
 
 def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, options, trace_file,
                            zero_based, quiet, *, gamma, budget, epochs, optimizer, merge_precision,
-                           merge_search, validation):
+                           merge_search, average, validation):
     from svmtrain import data
     from svmtrain.model import Model, write_model
     from svmtrain.solvers import budgeted as solver
@@ -90,6 +96,9 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
     budget = solver.DEFAULT_BUDGET if budget is None else budget
     epochs = solver.DEFAULT_EPOCHS if epochs is None else epochs
     optimizer = "bsgd" if optimizer == "sgd" else "bsca"
+    if average is not None and optimizer == "bsgd":
+        raise InputError("--average/--no-average: applies to --optimizer bsca only")
+    average = True if average is None else average
     merge_precision = solver.DEFAULT_MERGE_PRECISION if merge_precision is None else merge_precision
     merge_search = "table" if merge_search is None else merge_search
     started = time.perf_counter()
@@ -124,7 +133,7 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
         result = solver.train_budgeted(task, block, train_file, C=C, gamma=gamma, budget=budget,
                                        epochs=epochs, optimizer=optimizer,
                                        merge_precision=merge_precision, merge_search=merge_search,
-                                       seed=seed, p=options["p"],
+                                       seed=seed, p=options["p"], average=average,
                                        validation=held_out,
                                        on_epoch=on_epoch if (trace or bar is not None) else None,
                                        # the objectives cost O(m^2) kernel evaluations: per epoch
