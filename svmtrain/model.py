@@ -33,7 +33,8 @@ a task is one entry of ``_TASKS`` (its label check and weight shape), so later t
 (``classes``, ``loss``) and 2-D weights without touching the reader or writer.
 
 Budgeted kernel models (``mode budgeted``) add the keys ``kernel`` (rbf), ``gamma``, ``budget``,
-``merge_search`` (table or golden) and ``merge_precision``, have no ``bias`` (``bias none``) and, instead of the weights, their support
+``merge_search`` (table or golden) and ``merge_precision`` (and ``averaged W`` when BSCA's model is
+the mean of its last W iterates), have no ``bias`` (``bias none``) and, instead of the weights, their support
 vectors (one set per class for one-vs-rest multiclass, else one), in svmlight syntax after the
 coefficient, like LIBSVM's ``SV`` section (indices in the model's ``index_base``)::
 
@@ -141,6 +142,7 @@ class Model:
     budget: Optional[int] = None
     merge_search: Optional[str] = None   # how the merge's h was found: table or golden
     merge_precision: Optional[float] = None
+    averaged: Optional[int] = None       # BSCA: the model is the mean of the last this-many iterates
     # kernel modes: one set per class (one-vs-rest) or one: (beta, indptr, indices, data) with
     # 0-based columns, w then empty
     support_vectors: Optional[list] = None
@@ -474,6 +476,7 @@ HEADER_KEYS = (
     _Key("budget", "budget", _int_kind(lo=1)),
     _Key("merge_search", "merge_search", _word_kind(lambda: MERGE_SEARCHES, "merge search")),
     _Key("merge_precision", "merge_precision", _real_kind(lo=0.0, strict=True)),
+    _Key("averaged", "averaged", _int_kind(lo=1)),
     # training controls: written only when used
     _Key("class_weights", "class_weights", _pairs_kind("label", 0.0)),
     _Key("example_weights", "example_weights", _Kind(lambda t: _check_path(" ".join(t)), _check_path, str)),
@@ -484,8 +487,8 @@ HEADER_KEYS = (
     _Key("prior", "prior", _pairs_kind("index", None)),
 )
 #: keys a model has only when the option was used (any task)
-_OPTIONAL_KEYS = frozenset(("class_weights", "example_weights", "example_weights_crc32", "bias_reg",
-                            "nonneg", "reg_scale", "prior"))
+_OPTIONAL_KEYS = frozenset(("averaged", "class_weights", "example_weights", "example_weights_crc32",
+                            "bias_reg", "nonneg", "reg_scale", "prior"))
 _KEYS = {k.name: k for k in HEADER_KEYS}
 _TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
 _KERNEL_KEYS = ("kernel", "gamma", "budget", "merge_search", "merge_precision")  # only in kernel modes

@@ -533,5 +533,8 @@ def test_average_option(tmp_path):
         got = json.loads(v.stdout)
         assert got["primal"] == m.primal and got["dual"] == m.dual and m.dual <= m.primal
     assert models["--average"].dual != models["--no-average"].dual
+    # the model file says which output it holds: the mean of the last B = 20 iterates, or the last
+    assert models["--average"].averaged == 20 and models["--no-average"].averaged is None
+    assert "averaged 20\n" in open(tmp_path / "m--average").read()
     r = run("train", "-m", "budgeted", "--optimizer", "sgd", "--no-average", "-q", train, tmp_path / "x")
     assert r.exit_code == 2 and "--average" in r.output

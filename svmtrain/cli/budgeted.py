@@ -154,7 +154,9 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
                   dual=result.dual, primal=result.primal, relative_gap=result.relative_gap,
                   examples=result.examples, seed=seed, epochs=result.epochs, solver=optimizer,
                   kernel="rbf", gamma=result.gamma, budget=budget, merge_search=merge_search,
-                  merge_precision=merge_precision, support_vectors=result.support_vectors, alphas=result.alphas, **fields)
+                  merge_precision=merge_precision,
+                  averaged=budget if average and optimizer == "bsca" else None,
+                  support_vectors=result.support_vectors, alphas=result.alphas, **fields)
     write_model(model, model_file)
     if not quiet:
         n_sv = sum(len(sv[0]) for sv in result.support_vectors)
