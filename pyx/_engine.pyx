@@ -86,6 +86,7 @@ from libc.math cimport INFINITY, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 
+from _cs_threshold cimport cs_threshold
 from _sparse cimport rand_below, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
 cnp.import_array()
@@ -142,11 +143,6 @@ cdef struct Tally:
 
 cdef inline double clip(double x, double lo, double hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
-
-
-cdef int _cmp_descending(const void* a, const void* b) noexcept nogil:
-    cdef double x = (<const double*>a)[0], y = (<const double*>b)[0]
-    return (x < y) - (x > y)
 
 
 def _column_indices(const int64_t[::1] indices, int64_t n_cols):
@@ -1500,22 +1496,7 @@ cdef class DualCD:
         Ds[0] = Sy - R * A + R * Cg
         for k in range(base, base + m):
             Ds[k - base + 1] = sv[self.jslot[k]] + self._kind(k).margin + R * self.alpha_[k]
-        if m < 16:                                   # few classes left: insertion sort
-            for r in range(1, m + 1):
-                u = Ds[r]
-                i = r - 1
-                while i >= 0 and Ds[i] < u:
-                    Ds[i + 1] = Ds[i]
-                    i -= 1
-                Ds[i + 1] = u
-        else:
-            qsort(Ds, m + 1, sizeof(double), _cmp_descending)
-        beta = Ds[0] - R * Cg
-        r = 1
-        while r < m + 1 and beta < r * Ds[r]:
-            beta += Ds[r]
-            r += 1
-        beta /= r
+        beta = cs_threshold(Ds, m, R, Cg)
         # the new point: u_c = max(0, (B_c - beta) / R), u_y = sum_c u_c
         # cf (0 at the slots read above) becomes the coefficient of the row added at each slot
         for k in range(base, base + m):

@@ -24,8 +24,9 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.stdlib cimport calloc, free, malloc
 
+from _cs_threshold cimport cs_threshold
 from _sparse cimport rand_below
 
 cnp.import_array()
@@ -35,11 +36,6 @@ cdef extern from *:
     #define SVMTRAIN_PREFETCH(p) __builtin_prefetch((const void*)(p))
     """
     void prefetch "SVMTRAIN_PREFETCH" (const void* p) noexcept nogil
-
-
-cdef int _cmp_descending(const void* a, const void* b) noexcept nogil:
-    cdef double x = (<const double*>a)[0], y = (<const double*>b)[0]
-    return (x < y) - (x > y)
 
 
 # What a visit reads of its example, in one 48-byte record (one cache line, not one per array).
@@ -434,22 +430,7 @@ cdef class CrammerSingerCD:
         for r in range(m):
             q = cl[r]
             Ds[r + 1] = sv[q] + _lm(mg, q) + R * al[q]
-        if m < 16:                                   # few classes: insertion sort
-            for r in range(1, m + 1):
-                u = Ds[r]
-                q = r - 1
-                while q >= 0 and Ds[q] < u:
-                    Ds[q + 1] = Ds[q]
-                    q -= 1
-                Ds[q + 1] = u
-        else:
-            qsort(Ds, m + 1, sizeof(double), _cmp_descending)
-        beta = Ds[0] - R * Cg
-        r = 1
-        while r < m + 1 and beta < r * Ds[r]:
-            beta += Ds[r]
-            r += 1
-        beta /= r
+        beta = cs_threshold(Ds, m, R, Cg)
         for r in range(m):
             q = cl[r]
             a = al[q]

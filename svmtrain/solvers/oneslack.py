@@ -155,6 +155,10 @@ class _Scratch:
                                  0.0 if problem.bias is None else float(problem.bias),
                                  problem.bias is not None, problem.stride, self.dense, self.mark,
                                  self.touched)
+        return self._take(count)
+
+    def _take(self, count):
+        """The `count` touched columns' sums as (sorted columns, non-zero values); buffers zeroed."""
         cols = np.sort(self.touched[:count])
         vals = self.dense[cols]
         self.dense[cols] = 0.0
@@ -166,12 +170,7 @@ class _Scratch:
         """The sum of sparse (cols, vals) parts, added in list order, as (sorted columns, values)."""
         count = scatter_planes(self.dense, self.mark, self.touched, 0, [p[0] for p in parts],
                                [p[1] for p in parts], [1.0] * len(parts))
-        cols = np.sort(self.touched[:count])
-        vals = self.dense[cols]
-        self.dense[cols] = 0.0
-        self.mark[cols] = 0
-        keep = vals != 0.0
-        return cols[keep], vals[keep]
+        return self._take(count)
 
 
 def _gradients(problem, cons, w):
