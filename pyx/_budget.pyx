@@ -232,11 +232,11 @@ cdef inline double merge_gain(double share, double gd2, double h) noexcept nogil
     return share * exp(-gd2 * (1.0 - h) * (1.0 - h)) + (1.0 - share) * exp(-gd2 * h * h)
 
 
-cdef double golden_h(double share, double gd2, double kappa, double precision, double* gain) noexcept nogil:
-    """argmax of merge_gain over [0, 1]: golden-section search until the bracket is shorter than
-    `precision`, then the best of its two inner points and the two ends of [0, 1] (g(0) and g(1)
-    share one exponential, kappa)."""
-    cdef double lo = 0.0, hi = 1.0
+cdef double _golden(double share, double gd2, double lo, double hi, double precision,
+                    double* gain) noexcept nogil:
+    """Golden-section search for the max of merge_gain on [lo, hi] until the bracket is shorter
+    than `precision`: the better of the last two inner points (the lower one on a tie), its gain
+    in gain[0]."""
     cdef double c = hi - GOLDEN * (hi - lo), d = lo + GOLDEN * (hi - lo)
     cdef double fc = merge_gain(share, gd2, c), fd = merge_gain(share, gd2, d)
     while hi - lo > precision:
@@ -248,9 +248,19 @@ cdef double golden_h(double share, double gd2, double kappa, double precision, d
             lo, c, fc = c, d, fd
             d = lo + GOLDEN * (hi - lo)
             fd = merge_gain(share, gd2, d)
-    cdef double h = c, best = fc, g
-    if fd > best:
-        h, best = d, fd
+    if fd > fc:
+        gain[0] = fd
+        return d
+    gain[0] = fc
+    return c
+
+
+cdef double golden_h(double share, double gd2, double kappa, double precision, double* gain) noexcept nogil:
+    """argmax of merge_gain over [0, 1]: golden-section search until the bracket is shorter than
+    `precision`, then the best of its two inner points and the two ends of [0, 1] (g(0) and g(1)
+    share one exponential, kappa)."""
+    cdef double best, g
+    cdef double h = _golden(share, gd2, 0.0, 1.0, precision, &best)
     g = share * kappa + (1.0 - share)          # h = 0: z = the partner
     if g > best:
         h, best = 0.0, g
@@ -288,21 +298,10 @@ cdef double best_h_fine(double share, double kappa, double* gain) noexcept nogil
     cdef double lo = best_h - 1.0 / 64.0, hi = best_h + 1.0 / 64.0
     lo = 0.0 if lo < 0.0 else lo
     hi = 1.0 if hi > 1.0 else hi
-    cdef double c = hi - GOLDEN * (hi - lo), d = lo + GOLDEN * (hi - lo)
-    cdef double fc = merge_gain(share, gd2, c), fd = merge_gain(share, gd2, d)
-    while hi - lo > 1e-9:
-        if fc >= fd:
-            hi, d, fd = d, c, fc
-            c = hi - GOLDEN * (hi - lo)
-            fc = merge_gain(share, gd2, c)
-        else:
-            lo, c, fc = c, d, fd
-            d = lo + GOLDEN * (hi - lo)
-            fd = merge_gain(share, gd2, d)
-    if fc > best:
-        best, best_h = fc, c
-    if fd > best:
-        best, best_h = fd, d
+    cdef double inner
+    h = _golden(share, gd2, lo, hi, 1e-9, &inner)
+    if inner > best:
+        best, best_h = inner, h
     gain[0] = best
     return best_h
 

@@ -77,11 +77,22 @@ def dask_session(workers, scheduler):
         raise click.ClickException(str(e)) from None
 
 
+def _write_model(model_file, model_format, task, task_name, mode, result, *, C, bias, epsilon, seed,
+                 zero_based):
+    """The linear model a Dask run trained, in the chosen format (as train writes it)."""
+    from svmtrain.model import Model, write_liblinear, write_model
+    model = Model(task=task_name, mode=mode, C=C, bias=bias, n_features=result.geometry.n_cols,
+                  index_base=0 if zero_based else 1, w=task.model_weights(result.w, result.geometry),
+                  epsilon=epsilon, dual=result.dual, primal=result.primal,
+                  relative_gap=result.relative_gap, examples=result.examples, seed=seed,
+                  epochs=result.epochs, **task.model_fields())
+    (write_liblinear if model_format == "liblinear" else write_model)(model, model_file)
+
+
 def train_on_dask(s, train_file, model_file, task_name, C, epsilon, bias, seed, max_epochs, options,
                   shrinking, trace_file, model_format, zero_based, quiet):
     """train --workers / --scheduler: n-slack by CoCoA+; writes the model as train does."""
     from svmtrain import distributed, interrupt
-    from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.tasks import task_class
 
     if model_format == "liblinear" and (zero_based or task_name != "binary"):
@@ -106,12 +117,8 @@ def train_on_dask(s, train_file, model_file, task_name, C, epsilon, bias, seed, 
     finally:
         if trace:
             trace.close()
-    model = Model(task=task_name, mode="n-slack", C=C, bias=bias, n_features=result.geometry.n_cols,
-                  index_base=0 if zero_based else 1, w=task.model_weights(result.w, result.geometry),
-                  epsilon=epsilon, dual=result.dual, primal=result.primal,
-                  relative_gap=result.relative_gap, examples=result.examples, seed=seed,
-                  epochs=result.epochs, **task.model_fields())
-    (write_liblinear if model_format == "liblinear" else write_model)(model, model_file)
+    _write_model(model_file, model_format, task, task_name, "n-slack", result, C=C, bias=bias,
+                 epsilon=epsilon, seed=seed, zero_based=zero_based)
     if result.interrupted:
         click.echo(f"svmtrain: interrupted: wrote {model_file} (relative gap "
                    f"{result.relative_gap:.3g})", err=True)
@@ -134,7 +141,6 @@ def train_oneslack_on_dask(s, train_file, model_file, task_name, C, epsilon, bia
     that fails the run, leaves MODEL_FILE.state.npz (no model) to resume from with --warm-start."""
     from svmtrain import distributed, interrupt
     from svmtrain.cli.oneslack_options import TRACE_HEADERS
-    from svmtrain.model import Model, write_liblinear, write_model
     from svmtrain.solvers.oneslack import read_state, save_state
     from svmtrain.tasks import task_class
 
@@ -181,12 +187,8 @@ def train_oneslack_on_dask(s, train_file, model_file, task_name, C, epsilon, bia
     finally:
         if trace:
             trace.close()
-    model = Model(task=task_name, mode="1-slack", C=C, bias=bias, n_features=result.geometry.n_cols,
-                  index_base=0 if zero_based else 1, w=task.model_weights(result.w, result.geometry),
-                  epsilon=epsilon, dual=result.dual, primal=result.primal,
-                  relative_gap=result.relative_gap, examples=result.examples, seed=seed,
-                  epochs=result.epochs, **task.model_fields())
-    (write_liblinear if model_format == "liblinear" else write_model)(model, model_file)
+    _write_model(model_file, model_format, task, task_name, "1-slack", result, C=C, bias=bias,
+                 epsilon=epsilon, seed=seed, zero_based=zero_based)
     state = state_files["save_state_file"] or (left if result.interrupted else None)
     if state:
         save_state(state, result, task=task_name, C=C)
