@@ -1609,16 +1609,26 @@ cdef class DualCD:
         (their sum is P - D, as w = sum_c a_c x_c): a group out of the active set holds its T_g, an
         active group with shrunk constraints (all at 0) the rise of C_g max(0, max_c g_c) that
         they cause. Correct shrinking holds none of it; what it holds, no step on the active set
-        can remove (call recompute_w() first). One pass over the shrunk groups only."""
+        can remove (call recompute_w() first). One pass over the shrunk groups only, in storage
+        order: in the active list's shuffled order the rows were read at random, which on ijcnn1
+        cost 4 ms a call against 0.6 ms for exact_bounds' in-order pass over every group."""
         cdef double held = 0.0, gall, gact, ag, G
         cdef int64_t i, g, k
         cdef Group* gr
+        cdef uint8_t* shrunk = <uint8_t*> calloc(max(self.n_groups, 1), sizeof(uint8_t))
+        if shrunk == NULL:
+            raise MemoryError("cannot allocate the shrunk gap's scratch")
         with nogil:
-            for i in range(self.n_listed):
+            for i in range(self.n_listed):       # 1: the whole group is shrunk; 2: some of it
                 g = self.groups[i]
-                gr = &self.grp[g]
-                if i < self.n_active and gr.active >= gr.size:
+                if i >= self.n_active:
+                    shrunk[g] = 1
+                elif self.grp[g].active < self.grp[g].size:
+                    shrunk[g] = 2
+            for g in range(self.n_groups):
+                if shrunk[g] == 0:
                     continue
+                gr = &self.grp[g]
                 gall = 0.0
                 gact = 0.0
                 ag = 0.0
@@ -1629,10 +1639,11 @@ cdef class DualCD:
                         gall = G
                     if k < gr.start + gr.active and G > gact:
                         gact = G
-                if i >= self.n_active:          # the whole group is shrunk
+                if shrunk[g] == 1:
                     held += gr.C * gall - ag
                 else:
                     held += gr.C * (gall - gact)
+        free(shrunk)
         return held
 
     def approximate_bounds(self):
