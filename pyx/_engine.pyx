@@ -1736,6 +1736,21 @@ cdef class DualCD:
         return out
 
     @property
+    def shrunk(self):
+        """True for the constraints out of the active set, in the caller's order (a copy)."""
+        out = np.zeros(self.n_cons, dtype=bool)
+        cdef uint8_t[::1] o = out.view(np.uint8)
+        cdef int64_t i, g, k
+        cdef Group* gr
+        for i in range(self.n_listed):
+            g = self.groups[i]
+            gr = &self.grp[g]
+            for k in range(gr.start if i >= self.n_active else gr.start + gr.active,
+                           gr.start + gr.size):
+                o[self.ids[k]] = 1
+        return out
+
+    @property
     def w(self):
         """w = sum alpha_c x_c (a copy)."""
         return np.array(self.w_[:self.n_w], copy=True)

@@ -409,6 +409,48 @@ def test_approximate_bounds_keep_up_with_the_steps(kind):
             assert e.all_active
 
 
+@pytest.mark.parametrize("kind", ["binary", "groups", "terms"])
+def test_shrunk_gap_is_what_the_shrunk_constraints_hold(kind):
+    """shrunk_gap() against its definition over the engine's shrunk set, taken densely: a group
+    out of the active set holds C_g max(0, max_c g_c) - sum_c a_c g_c, an active one with shrunk
+    constraints the rise of C_g max(0, max_c g_c) they cause; 0 once all are active again."""
+    if kind == "binary":
+        c = random_cache(6, n_rows=200, n_cols=10, n_groups=200)
+        c.group = np.arange(200)
+        c.term_scale = np.sign(c.term_scale)
+        c.margin = np.ones(200)
+        c.C_group = np.full(200, 0.5)
+    elif kind == "groups":
+        c = random_cache(6, n_rows=120, n_cols=8, n_groups=30, shared_rows=True)
+    else:
+        c = random_terms_cache(6, n_rows=30, n_cons=150, n_groups=40, bias=1.0)
+    A = dense_constraints(c)
+    e = c.engine(seed=5)
+    e.epoch()
+    # thresholds that set much aside, so that w then moves with some of the set aside wrongly
+    e.shrinking_thresholds = (1e-3, 1e-3)
+    checked = 0
+    for epoch in range(12):
+        e.epoch()
+        e.recompute_w()
+        shrunk, alpha = e.shrunk, e.alpha
+        g = c.margin - A @ e.w
+        held = 0.0
+        for k in np.unique(c.group[shrunk]):
+            mine = c.group == k
+            top = max(0.0, g[mine].max())
+            if shrunk[mine].all():
+                held += c.C_group[k] * top - alpha[mine] @ g[mine]
+            else:
+                held += c.C_group[k] * (top - max(0.0, g[mine & ~shrunk].max(initial=0.0)))
+        assert e.shrunk_gap() == pytest.approx(held, rel=1e-9, abs=1e-12)
+        assert e.n_active_constraints() == e.n_constraints - shrunk.sum()
+        checked += bool(shrunk.any())
+    assert checked >= 6
+    e.unshrink()
+    assert not e.shrunk.any() and e.shrunk_gap() == 0.0
+
+
 def test_relative_gap():
     assert relative_gap(10.0, 9.0) == pytest.approx(0.1)
     assert relative_gap(0.0, 0.0) == 0.0
