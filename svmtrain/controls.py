@@ -283,8 +283,8 @@ class ControlledTask:
         self.c = controls
         self.original_bias = original_bias
         self._layout = None
-        self.start_alpha = None       # hot start of the listed constraints (--warm-start)
-        self.start_shrink = None      # ... and the shrinking thresholds it continues from
+        self.hot_start = None         # listed constraints -> their hot start (alpha0, shrink0),
+                                      # from a --warm-start state (svmtrain.state.State.hot_start)
         self.state = None             # a --warm-start state (svmtrain.state.State), for a cache
         self.C = None                 # the C it hot-starts at
         self.warning = None           # what the user should know of the hot start
@@ -365,9 +365,8 @@ class ControlledTask:
 
     def all_constraints(self, problem, block):
         cons = self._shift_margins(self.task.all_constraints(problem, block), problem)
-        if cons is not None and self.start_alpha is not None:
-            cons.alpha0 = self.start_alpha(cons)
-            cons.shrink0 = self.start_shrink
+        if cons is not None and self.hot_start is not None:
+            cons.alpha0, cons.shrink0 = self.hot_start(cons)
         return cons
 
     def cache_layout(self, geometry):

@@ -212,8 +212,7 @@ class ControlledRun:
                 self.warning = controls.state.check(task.name, block)
             except StateError as e:
                 raise InputError(str(e)) from None
-            self.task.start_alpha = controls.state.start_alpha(C)
-            self.task.start_shrink = controls.state.thresholds
+            self.task.hot_start = controls.state.hot_start(C)
             self.task.state, self.task.C = controls.state, C     # a cutting-plane cache's
 
     def finish(self, result):
