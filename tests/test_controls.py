@@ -286,6 +286,30 @@ def test_warm_start_equals_scratch_with_less_work(shared, tmp_path):
         assert certified(warm, path)["certified"], extra
 
 
+def test_added_rows_warm_start_takes_fewer_epochs_on_ijcnn1(shared, tmp_path):
+    """ijcnn1's first 10000 rows from the state of their first 8000, at the default tolerance: the
+    scratch optimum (brackets overlap) in fewer epochs and fewer constraint visits (epochs and
+    visits are deterministic for a seed: 22 against 28 epochs for the default seed; 10 seeds of
+    10 measured fewer). The state's shrinking thresholds are not carried when examples are added
+    (with them: 27 epochs here; 31.8 against 23.6 on all of ijcnn1, the mean of 5 seeds), but are
+    when only C changes."""
+    path = shared("ijcnn1/ijcnn1.xz", max_lines=10000)
+    lines = open(path).read().splitlines(keepends=True)
+    part = tmp_path / "part"
+    part.write_text("".join(lines[:8000]))
+    state = tmp_path / "state.npz"
+    eps = ["-e", "1e-3"]
+    train(tmp_path, *eps, "--save-state", state, name="old", data_file=part)
+    scratch, _, _ = train(tmp_path, *eps, "--trace", tmp_path / "ts", name="scratch", data_file=path)
+    warm, _, _ = train(tmp_path, *eps, "--warm-start", state, "--trace", tmp_path / "tw",
+                       name="warm", data_file=path)
+    s, w = read_model(scratch), read_model(warm)
+    (e_scratch, v_scratch), (e_warm, v_warm) = traced(tmp_path, "ts"), traced(tmp_path, "tw")
+    assert e_warm < e_scratch and v_warm < v_scratch, (e_warm, e_scratch, v_warm, v_scratch)
+    assert w.dual <= s.primal and s.dual <= w.primal
+    assert certified(warm, path)["certified"]
+
+
 def test_shrinking_never_stalls(shared, tmp_path):
     """Shrunk constraints come back when they hold most of the gap, even though the cheap estimate
     never looks done: a9a's first 5000 rows at -w 1 3 -e 1e-5 stalled at a gap of 7e-5 for
