@@ -383,6 +383,26 @@ def test_bad_reg_scale_and_prior(tmp_path):
     assert code == 2 and "cannot be the prior of a binary model" in out
 
 
+def test_hot_start_carries_the_thresholds_only_for_known_constraints(tmp_path):
+    """The old run's shrinking thresholds come with the hot start when the state knows every
+    constraint (C or weights changed), not when there are new examples; known constraints start at
+    alpha * C_new / C_old, new ones at 0."""
+    from svmtrain.state import load_state
+    from svmtrain.tasks.base import Constraints
+    state_file = tmp_path / "state.npz"
+    train(tmp_path, "-e", "1e-3", "--save-state", state_file)
+    state = load_state(state_file)
+    n = state.examples
+    assert state.thresholds is not None and np.all(np.isfinite(state.thresholds))
+
+    def listed(rows):
+        return Constraints.one_term(np.arange(rows), np.ones(rows), np.ones(rows), np.arange(rows))
+    alpha, shrink = state.hot_start(2 * state.C)(listed(n))
+    assert shrink == state.thresholds and np.array_equal(alpha, 2 * state.alpha)
+    alpha, shrink = state.hot_start(state.C)(listed(n + 5))
+    assert shrink is None and np.array_equal(alpha[:n], state.alpha) and not alpha[n:].any()
+
+
 def test_state_files_are_validated(tmp_path):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
