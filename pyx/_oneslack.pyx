@@ -375,10 +375,11 @@ def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const dou
 # examples are scored. Which examples are certain depends on q (rho moves both ways as the query
 # points jump between the in-out point and the QP's w): a violator whose certainty is lost is
 # taken out of agg, one that regains it is put back (a row's nonzeros, not K scores). Multiclass
-# has a second, per-example test for those the first fails: with M_f the sum of the two largest
-# |q_fk - r_fk| over the classes k of feature f (and of the bias), f_ij - f_ik moves by at most
-# sum_f |x_if| M_f, a row's nonzeros again (Cauchy-Schwarz above spreads |q - r| over every
-# feature; this sees only the row's own). The plane and the loss equal the unscreened pass's up to
+# has a second, per-example test for those the first fails: with j_i the best label at r
+# (y_i for none) and A_f the largest |q_fk - r_fk| over the classes k of feature f (and of the
+# bias), every f_{i j_i} - f_ik moves by at most sum_f |x_if| (|q_{f j_i} - r_{f j_i}| + A_f),
+# a row's nonzeros again (Cauchy-Schwarz above spreads |q - r| over every feature and class; this
+# sees only the row's own features and its best class). The plane and the loss equal the unscreened pass's up to
 # rounding (the sums are taken in another order); a reference pass gives the unscreened plane bit
 # for bit (the same sums in the same order).
 #
@@ -477,17 +478,22 @@ cdef class ScreenedOracle:
               double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched):
         """The plane at w added into scratch (new entries marked and listed in `touched`, as
         accumulate_plane does). refresh: w is the new reference point r, every row is scored.
-        Else rho bounds rho(w - r) and, multiclass, feature_move[f] bounds M_f (one entry per
-        column and the bias's last, when used; None: rho alone). Returns (count, loss, b, scored):
+        Else rho bounds rho(w - r) and, multiclass, feature_move = (|w - r| (n_w entries), A)
+        bounds the per-example test, A_f >= max_k |w_fk - r_fk| (one entry per column and the
+        bias's last, when used); None: rho alone. Returns (count, loss, b, scored):
         loss = sum_i C_i max(0, H_i), b = sum_{H_i > 0} C_i over every row (up to rounding),
         scored = the rows scored."""
         if w.shape[0] != self.n_w or scratch.shape[0] != self.n_w or mark.shape[0] != self.n_w \
                 or touched.shape[0] < self.n_w:
             raise ValueError("w, scratch, mark and touched must cover w")
-        cdef const double[::1] move = np.zeros(0) if feature_move is None else \
-            np.ascontiguousarray(feature_move, dtype=np.float64)
-        if move.shape[0] and (self.K == 0 or move.shape[0] != self.n_cols + self.use_bias):
-            raise ValueError("feature_move: one bound per feature and the bias (multiclass)")
+        empty = np.zeros(0)
+        moved, top = (empty, empty) if feature_move is None else feature_move
+        cdef const double[::1] absdiff = np.ascontiguousarray(moved, dtype=np.float64)
+        cdef const double[::1] largest = np.ascontiguousarray(top, dtype=np.float64)
+        if feature_move is not None and (self.K == 0 or absdiff.shape[0] != self.n_w
+                                         or largest.shape[0] != self.n_cols + self.use_bias):
+            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
+                             "(multiclass)")
         cdef int64_t count = 0, scored, col
         cdef double loss = 0.0, b = 0.0, dot = 0.0, v
         if refresh:
@@ -497,7 +503,7 @@ cdef class ScreenedOracle:
             if self.K == 0:
                 scored = self._hinge(w, refresh, rho, &loss, &b)
             else:
-                scored = self._crammer_singer(w, refresh, rho, move, &loss, &b)
+                scored = self._crammer_singer(w, refresh, rho, absdiff, largest, &loss, &b)
             # the certain violators' part (after a reference pass: the whole plane, already priced)
             for col in range(self.n_w):
                 v = self.agg[col]
@@ -571,7 +577,8 @@ cdef class ScreenedOracle:
         return scored
 
     cdef int64_t _crammer_singer(self, const double[::1] w, bint refresh, double rho,
-                                 const double[::1] move, double* loss, double* b) noexcept nogil:
+                                 const double[::1] absdiff, const double[::1] largest,
+                                 double* loss, double* b) noexcept nogil:
         # scores, worst label (ties to the smallest, y_i counting 0) and the plane's order of
         # summation are those of block_scores, multiclass_worst and accumulate_plane
         cdef int64_t i, p, col, k, j, yi, best_j, K = self.K, scored = 0
@@ -582,15 +589,18 @@ cdef class ScreenedOracle:
             yi = self.cls[i]
             if not refresh:
                 certain = self.safe[i] > rho
-                if not certain and move.shape[0] and self.safe[i] > 0:
-                    # the per-feature test: sum_f |x_if| M_f against the gap (safe * |x_i|)
+                if not certain and largest.shape[0] and self.safe[i] > 0:
+                    # the per-example test: sum_f |x_if| (|w - r|_{f j_i} + A_f) against the gap
+                    # (safe * |x_i|)
+                    j = self.decision[i]
                     bound = 0.0
                     for p in range(self.indptr[i], self.indptr[i + 1]):
                         col = self.indices[p]
                         if col < self.n_cols:
-                            bound += fabs(self.data[p]) * move[col]
+                            bound += fabs(self.data[p]) * (absdiff[col * K + j] + largest[col])
                     if self.use_bias:
-                        bound += fabs(self.bias) * move[self.n_cols]
+                        bound += fabs(self.bias) * (absdiff[self.n_cols * K + j]
+                                                    + largest[self.n_cols])
                     certain = self.safe[i] * self.radius[i] > bound
                 if self.decision[i] != yi:
                     self._move(i, certain, self.C[i])

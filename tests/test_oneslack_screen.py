@@ -2,6 +2,8 @@
 loss equal the unscreened pass's (up to rounding; bit for bit on a reference pass) at every query
 point, whatever the screening leaves out."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -118,7 +120,7 @@ def test_screening_against_brute_force_with_empty_and_repeated_rows():
             else:
                 Wd = diff.reshape(width, K_)
                 rho = np.sort(np.linalg.norm(Wd, axis=0))[-2:].sum() * (1 + 1e-9)
-                move = np.sort(np.abs(Wd), axis=1)[:, -2:].sum(axis=1) * (1 + 1e-9)
+                move = (np.abs(diff) * (1 + 1e-9), np.abs(Wd).max(axis=1) * (1 + 1e-9))
                 S = X @ q.reshape(width, K_)
                 f = 1.0 - (S[np.arange(n), y_class][:, None] - S)
                 f[np.arange(n), y_class] = 0.0
@@ -155,6 +157,12 @@ def test_a_shard_without_the_current_reference_scores_every_example(shared):
     got = oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, (5, 0.01))
     assert got[4] == shard.block.n_rows and shard.screen.ref is None
     assert got[0] == full[0] and np.array_equal(got[2], full[2])
+    # a shard that has a reference, moved (pickled) to another worker, starts without
+    oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, (6, -1.0))
+    assert oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, (6, 0.0))[4] < 100
+    moved = pickle.loads(pickle.dumps(shard))
+    got = oneslack._from_oracle(moved, scratch, task, w, 1, False, 0, (6, 0.0))
+    assert got[4] == shard.block.n_rows and got[0] == full[0]
     shards.close()
 
 

@@ -90,11 +90,11 @@ MIN_SHARD_EXAMPLES = 64
 #: last oracle plane's (and proves the gap open)
 CACHE_FRACTION = 0.5
 #: the QP over the planes is solved to a gap of QP_FRACTION * epsilon * P (it is small and cheap)
-QP_FRACTION = 0.05
+QP_FRACTION = 0.2
 DEFAULT_IN_OUT = 0.1
 #: oracle screening (binary, multiclass): a pass that had to score more than this fraction of the
 #: examples makes the next query point the new reference point (every example scored again)
-SCREEN_REFRESH = 0.25
+SCREEN_REFRESH = None
 #: the screening radius is inflated by this factor so that rounding in the scores cannot turn a
 #: certain example's decision
 SCREEN_SLACK = 1e-9
@@ -136,6 +136,13 @@ class _Shard:
         self.age = np.zeros(0, np.int64)      # the iteration each cached constraint was last used
         self.signs = None                     # binary: y_i, once
         self.screen = None                    # binary, multiclass: a ScreenedOracle, once
+
+    def __getstate__(self):
+        # a shard moved to another worker (Dask) leaves its screening state behind: it scores
+        # every example until the next reference point
+        state = self.__dict__.copy()
+        state["screen"] = None
+        return state
 
 
 class _Scratch:
@@ -496,6 +503,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     # next pass sets a new one
     screening = screen and _screens(task)
     w_ref, ref_number, new_ref = None, 0, True
+    epoch_work = epoch_passes = 0
     scored_total, n_examples = 0, None      # n: what the first oracle pass scores (all)
     try:
         for iteration in range(1, max_epochs + 1):
@@ -534,9 +542,17 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                 scored = sum(int(p[4]) for p in parts)
                 scored_total += scored
                 n_examples = scored if n_examples is None else n_examples
-                # (a reference pass scores every example: the next one is screened)
-                new_ref = screen_args is not None and screen_args[1] >= 0 and \
-                    scored > SCREEN_REFRESH * n_examples
+                if screen_args is not None:
+                    if screen_args[1] < 0:
+                        epoch_work, epoch_passes, new_ref = 1.0, 1, False
+                    else:
+                        fraction = scored / n_examples
+                        epoch_work += fraction
+                        epoch_passes += 1
+                        if SCREEN_REFRESH is None:
+                            new_ref = fraction >= epoch_work / epoch_passes
+                        else:
+                            new_ref = fraction > SCREEN_REFRESH
                 passes += 1
                 exact = True
                 P_query = 0.5 * qsq + loss
@@ -662,15 +678,14 @@ def _screens(task):
 
 def _screen_bounds(task, diff):
     """(rho, feature_move) of the screening rules (pyx/_oneslack.pyx) for q - r = diff, inflated
-    by SCREEN_SLACK against rounding: binary, rho = |q - r| and no feature bounds; multiclass (w
+    by SCREEN_SLACK against rounding: binary, rho = |q - r| and no per-example test; multiclass (w
     feature-major: the K weights of a feature together, the bias's last), rho = the sum of the two
-    largest per-class distances |q_k - r_k| and M_f = the sum of the two largest |q_fk - r_fk|."""
+    largest per-class distances |q_k - r_k|, and (|q - r|, A_f = max_k |q_fk - r_fk|)."""
     grow = 1.0 + SCREEN_SLACK
     if type(task) is Multiclass:
-        d = np.abs(diff.reshape(-1, task.K))
-        per_class = np.sqrt(np.einsum("ij,ij->j", d, d))
-        top = np.partition(d, task.K - 2, axis=1)[:, -2:] if task.K > 2 else d
-        return float(np.sort(per_class)[-2:].sum()) * grow, top.sum(axis=1) * grow
+        d = np.abs(diff) * grow
+        per_class = np.sqrt(np.einsum("ij,ij->j", d.reshape(-1, task.K), d.reshape(-1, task.K)))
+        return float(np.sort(per_class)[-2:].sum()), (d, d.reshape(-1, task.K).max(axis=1))
     return float(np.sqrt(np.dot(diff, diff))) * grow, None
 
 
