@@ -64,9 +64,10 @@ def test_screened_planes_and_losses_equal_the_full_pass(case, shared, monkeypatc
             ref, w_ref = ref + 1, q.copy()
             args = (ref, -1.0)
         else:
-            args = (ref, *oneslack._screen_bounds(task, q - w_ref))
+            rho, move = oneslack._screen_bounds(task, q - w_ref)
+            args = (ref, rho, *(move or ()))
         full = [oneslack._from_oracle(s, scratch, task, q, 1, False, 0) for s in shards.shards]
-        part = [oneslack._from_oracle(s, scratch, task, q, 1, False, 0, args) for s in shards.shards]
+        part = [oneslack._from_oracle(s, scratch, task, q, 1, False, 0, *args) for s in shards.shards]
         for (l0, c0, v0, b0, n0), (l1, c1, v1, b1, n1) in zip(full, part):
             if new_ref:
                 # a reference pass: the plane summed in the same order (the unscreened multiclass
@@ -154,14 +155,14 @@ def test_a_shard_without_the_current_reference_scores_every_example(shared):
     scratch = oneslack._Scratch(n_w)
     w = np.random.default_rng(1).standard_normal(n_w) * 0.1
     full = oneslack._from_oracle(shard, scratch, task, w, 1, False, 0)
-    got = oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, (5, 0.01))
+    got = oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, 5, 0.01)
     assert got[4] == shard.block.n_rows and shard.screen.ref is None
     assert got[0] == full[0] and np.array_equal(got[2], full[2])
     # a shard that has a reference, moved (pickled) to another worker, starts without
-    oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, (6, -1.0))
-    assert oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, (6, 0.0))[4] < 100
+    oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, 6, -1.0)
+    assert oneslack._from_oracle(shard, scratch, task, w, 1, False, 0, 6, 0.0)[4] < 100
     moved = pickle.loads(pickle.dumps(shard))
-    got = oneslack._from_oracle(moved, scratch, task, w, 1, False, 0, (6, 0.0))
+    got = oneslack._from_oracle(moved, scratch, task, w, 1, False, 0, 6, 0.0)
     assert got[4] == shard.block.n_rows and got[0] == full[0]
     shards.close()
 

@@ -45,6 +45,16 @@ certificate are unchanged; the model is w_best, priced exactly. Measured (iterat
 gap, --in-out 0 against 0.1): a9a 1352 -> 176, pendigits /100 534 -> 149, cpusmall 148 -> 54,
 ohsumed 369 -> 90, conll2000 (300 sentences) 226 -> 191.
 
+Oracle screening (binary and multiclass; pyx/_oneslack.pyx, ScreenedOracle): at a reference point
+r where every example was scored, each keeps a safe radius (its margin or its gap between the best
+and second-best label, over |x_i|); at a query point q close enough to r (|q - r| against it, and
+for multiclass a per-example bound over the row's own features) its decision provably stands, so
+the certain violators are summed once into one vector (plane part s, loss b_s - q.s) and only the
+other examples are scored: the same plane and loss up to rounding. A new reference point is taken
+when a pass scored at least the average fraction of the passes since the last one. Measured
+(examples scored at the oneslack-speed gaps): kddcup99 binary 71%, a9a 69%, kddcup99 multiclass
+59% of the full passes'; few in the early iterations, 8-25% late.
+
 Planes are stored sparse (sorted columns and values), chosen by measurement: a sector plane
 (105 classes x 55k features, n_w = 5.8M) has 0.38M-0.61M nonzeros (7-11%), a conll2000 plane
 4-14% of w, so a sparse plane takes a fifth of a dense one's memory and a Gram row (a gather per
@@ -92,9 +102,6 @@ CACHE_FRACTION = 0.5
 #: the QP over the planes is solved to a gap of QP_FRACTION * epsilon * P (it is small and cheap)
 QP_FRACTION = 0.2
 DEFAULT_IN_OUT = 0.1
-#: oracle screening (binary, multiclass): a pass that had to score more than this fraction of the
-#: examples makes the next query point the new reference point (every example scored again)
-SCREEN_REFRESH = None
 #: the screening radius is inflated by this factor so that rounding in the scores cannot turn a
 #: certain example's decision
 SCREEN_SLACK = 1e-9
@@ -533,26 +540,28 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                     if new_ref:
                         ref_number += 1
                         w_ref = query.copy()
-                        screen_args = (ref_number, -1.0)
+                        screen_args = (ref_number, -1.0, None, None)
                     else:
-                        screen_args = (ref_number, *_screen_bounds(task, query - w_ref))
+                        rho, move = _screen_bounds(task, query - w_ref)
+                        screen_args = (ref_number, rho, *(move or (None, None)))
+                # (the arrays as arguments of their own: a Dask executor scatters large ones once)
                 parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size,
-                                           screen_args))
+                                           *(screen_args or ())))
                 loss, cols, vals, b = reduce(parts)
                 scored = sum(int(p[4]) for p in parts)
                 scored_total += scored
                 n_examples = scored if n_examples is None else n_examples
                 if screen_args is not None:
+                    # a new reference point when this pass cost (scored) at least the average
+                    # pass since the last one, the reference pass (all) included: the passes
+                    # get dearer as the query points move away from it
                     if screen_args[1] < 0:
                         epoch_work, epoch_passes, new_ref = 1.0, 1, False
                     else:
                         fraction = scored / n_examples
                         epoch_work += fraction
                         epoch_passes += 1
-                        if SCREEN_REFRESH is None:
-                            new_ref = fraction >= epoch_work / epoch_passes
-                        else:
-                            new_ref = fraction > SCREEN_REFRESH
+                        new_ref = fraction >= epoch_work / epoch_passes
                 passes += 1
                 exact = True
                 P_query = 0.5 * qsq + loss
@@ -627,15 +636,17 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                           interrupted=interrupt.requested())
 
 
-def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, screen=None):
+def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
+                 absdiff=None, largest=None):
     """The shard's part of the oracle plane: (loss, cols, vals, b, examples scored); updates its
-    cache. `screen`: (reference number, rho) for oracle screening (binary, multiclass; rho < 0:
-    w is the new reference point), None without."""
+    cache. Oracle screening (binary, multiclass) with `ref`, the reference point's number: rho < 0,
+    w is the new reference point; else the bounds of _screen_bounds (rho, and the multiclass
+    per-example test's arrays |w - r| and A)."""
     problem, block = shard.problem, shard.block
     n = problem.n_examples
     # screening keeps two dense n_w buffers per shard and sweeps them once per plane: only where
     # that costs less than a pass over the shard's rows
-    if screen is not None and _screens(task) and len(w) <= int(problem.indptr[-1]):
+    if ref is not None and _screens(task) and len(w) <= int(problem.indptr[-1]):
         if shard.screen is None:
             binary = type(task) is Binary
             labels = (task.signs(block, problem.path) if binary
@@ -644,7 +655,8 @@ def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, scre
                                           problem.n_cols, len(w), labels, problem.C,
                                           0.0 if problem.bias is None else float(problem.bias),
                                           problem.bias is not None, 0 if binary else task.K)
-        return scratch.screened(shard.screen, np.ascontiguousarray(w, dtype=np.float64), *screen)
+        return scratch.screened(shard.screen, np.ascontiguousarray(w, dtype=np.float64), ref, rho,
+                                None if absdiff is None else (absdiff, largest))
     if type(task) is Binary:
         # one scoring pass that also sums the plane (the signs are the shard's, computed once)
         if shard.signs is None:
