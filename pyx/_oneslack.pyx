@@ -23,7 +23,7 @@ is the stopping rule (the b' beta and |w|^2 terms cancel).
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t
-from libc.math cimport fabs
+from libc.math cimport fabs, INFINITY
 
 cnp.import_array()
 
@@ -350,3 +350,299 @@ def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const dou
                     touched[count] = bias_col
                     count += 1
     return count, loss, b
+
+
+# -- oracle screening (binary and multiclass) -----------------------------------------------------
+#
+# A pass of the 1-slack oracle at a query point q re-scores every example, though most lie far from
+# the margin and keep their worst offender from one query point to the next. At a reference point
+# r where every example was scored exactly, each example gets a safe radius t_i: the decision it
+# took at r (violated or not; the worst label) cannot change at any q with rho(q - r) < t_i, where
+# rho bounds how much a score difference can move per unit of |x_i|:
+#
+#   binary:      H_i = 1 - y_i w.x_i moves by at most |q - r| |x_i|, so t_i = |H_i(r)| / |x_i|,
+#                rho = |q - r|;
+#   multiclass:  f_ij = Delta(y_i, j) - w_{y_i}.x_i + w_j.x_i (f_{i y_i} = 0: "none"); a difference
+#                f_ij - f_ik moves by at most (|q_j - r_j| + |q_k - r_k|) |x_i|, so with the gap g_i
+#                between the best and the second best f_ij at r, t_i = g_i / |x_i| and rho = the sum
+#                of the two largest per-class distances |q_k - r_k|.
+#
+# (|x_i| includes the bias feature.) An example with t_i > rho is "certain": if it violated at r it
+# adds the fixed vector C_i a_i (binary y_i x_i; multiclass psi(x_i, y_i) - psi(x_i, j_i)) and the
+# fixed offset C_i to the plane, and C_i (1 - q.a_i) to the loss; if not, nothing. The certain
+# violators are kept summed as one dense vector `agg` with offset `agg_b`, so their part of the
+# plane is agg and their loss agg_b - q.agg, whatever their number; only the other ("uncertain")
+# examples are scored. Which examples are certain depends on q (rho moves both ways as the query
+# points jump between the in-out point and the QP's w): a violator whose certainty is lost is
+# taken out of agg, one that regains it is put back (a row's nonzeros, not K scores). Multiclass
+# has a second, per-example test for those the first fails: with j_i the best label at r
+# (y_i for none) and A_f the largest |q_fk - r_fk| over the classes k of feature f (and of the
+# bias), every f_{i j_i} - f_ik moves by at most sum_f |x_if| (|q_{f j_i} - r_{f j_i}| + A_f),
+# a row's nonzeros again (Cauchy-Schwarz above spreads |q - r| over every feature and class; this
+# sees only the row's own features and its best class). The plane and the loss equal the unscreened pass's up to
+# rounding (the sums are taken in another order); a reference pass gives the unscreened plane bit
+# for bit (the same sums in the same order).
+#
+# The state lives in a ScreenedOracle over one shard's rows, validated once; the planes are summed
+# into dense n_w buffers and swept into the caller's marked scratch at the end (the solver uses it
+# where n_w is at most the shard's nonzeros, so the sweep costs less than a pass).
+
+
+cdef inline void _mark_add(double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched,
+                           int64_t* count, int64_t col, double v) noexcept nogil:
+    scratch[col] += v
+    if not mark[col]:
+        mark[col] = 1
+        touched[count[0]] = col
+        count[0] += 1
+
+
+cdef inline double _safe_radius(double gap, double radius) noexcept nogil:
+    if not gap > 0:
+        return 0.0
+    if not radius > 0:
+        return INFINITY       # an empty row: its scores never move
+    return gap / radius
+
+
+cdef class ScreenedOracle:
+    """The 1-slack plane of one shard's rows with oracle screening (above): binary (K = 0, labels
+    y_i = +-1: x_i1 = y_i x_i, l_i1 = 1) or multiclass (K classes, labels 0..K-1, the zero-one
+    loss, where margin and slack rescaling coincide; w feature-major: class k of column j at
+    w[j * K + k], the bias weights at n_cols * K + k). The rows, labels and costs are checked
+    once, here; `plane` then trusts them."""
+
+    cdef const int64_t[::1] indptr
+    cdef const int64_t[::1] indices
+    cdef const double[::1] data
+    cdef const double[::1] C
+    cdef const double[::1] sign
+    cdef const int64_t[::1] cls
+    cdef int64_t n, n_cols, n_w, K
+    cdef double bias
+    cdef bint use_bias
+    cdef double[::1] radius, safe, agg, part, scores
+    cdef int64_t[::1] decision       # binary: 1 when violated at r; multiclass: the worst label
+    cdef unsigned char[::1] member   # a violator at r whose a_i is in agg now
+    cdef double agg_b
+    cdef public object ref           # the number of the reference point (None: none yet)
+
+    def __init__(self, indptr, indices, data, int64_t n_cols, int64_t n_w, labels, C, double bias,
+                 bint use_bias, int64_t K):
+        ip = np.ascontiguousarray(indptr, dtype=np.int64)
+        ind = np.ascontiguousarray(indices, dtype=np.int64)
+        dat = np.ascontiguousarray(data, dtype=np.float64)
+        cost = np.ascontiguousarray(C, dtype=np.float64)
+        n = ip.shape[0] - 1
+        if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
+                or ind.shape[0] != dat.shape[0]:
+            raise ValueError("inconsistent CSR arrays")
+        if ip[n] and ind[:ip[n]].min() < 0:
+            raise ValueError("a negative column index")
+        if cost.shape[0] != n or not np.all(np.isfinite(cost)):
+            raise ValueError("C must hold one finite cost per row")
+        if K < 0 or n_cols < 0 or max(K, 1) * (n_cols + (1 if use_bias else 0)) > n_w:
+            raise ValueError("the columns reach beyond w")
+        if K == 0:
+            y = np.ascontiguousarray(labels, dtype=np.float64)
+            if y.shape[0] != n or not np.all(np.abs(y) == 1):
+                raise ValueError("binary labels must be +1 or -1, one per row")
+            self.sign = y
+            self.cls = np.zeros(0, np.int64)
+        else:
+            y = np.ascontiguousarray(labels, dtype=np.int64)
+            if y.shape[0] != n or (n and (y.min() < 0 or y.max() >= K)):
+                raise ValueError("class labels must be in 0..K-1, one per row")
+            self.cls = y
+            self.sign = np.zeros(0)
+        self.indptr, self.indices, self.data, self.C = ip, ind, dat, cost
+        self.n, self.n_cols, self.n_w, self.K = n, n_cols, n_w, K
+        self.bias, self.use_bias = bias, use_bias
+        # |x_i| over every stored value: a column past n_cols only makes it larger (still safe)
+        sq = np.zeros(n)
+        if ip[n]:
+            lengths = np.diff(ip)
+            sq = np.bincount(np.repeat(np.arange(n), lengths), dat[:ip[n]] ** 2, minlength=n)
+        if use_bias:
+            sq = sq + bias * bias
+        self.radius = np.sqrt(sq)
+        self.safe = np.zeros(n)
+        self.decision = np.zeros(n, np.int64)
+        self.member = np.zeros(n, np.uint8)
+        self.agg, self.part = np.zeros(n_w), np.zeros(n_w)
+        self.scores = np.zeros(max(K, 1))
+        self.agg_b = 0.0
+        self.ref = None
+
+    def plane(self, const double[::1] w, bint refresh, double rho, feature_move,
+              double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched):
+        """The plane at w added into scratch (new entries marked and listed in `touched`, as
+        accumulate_plane does). refresh: w is the new reference point r, every row is scored.
+        Else rho bounds rho(w - r) and, multiclass, feature_move = (|w - r| (n_w entries), A)
+        bounds the per-example test, A_f >= max_k |w_fk - r_fk| (one entry per column and the
+        bias's last, when used); None: rho alone. Returns (count, loss, b, scored):
+        loss = sum_i C_i max(0, H_i), b = sum_{H_i > 0} C_i over every row (up to rounding),
+        scored = the rows scored."""
+        if w.shape[0] != self.n_w or scratch.shape[0] != self.n_w or mark.shape[0] != self.n_w \
+                or touched.shape[0] < self.n_w:
+            raise ValueError("w, scratch, mark and touched must cover w")
+        empty = np.zeros(0)
+        moved, top = (empty, empty) if feature_move is None else feature_move
+        cdef const double[::1] absdiff = np.ascontiguousarray(moved, dtype=np.float64)
+        cdef const double[::1] largest = np.ascontiguousarray(top, dtype=np.float64)
+        if feature_move is not None and (self.K == 0 or absdiff.shape[0] != self.n_w
+                                         or largest.shape[0] != self.n_cols + self.use_bias):
+            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
+                             "(multiclass)")
+        cdef int64_t count = 0, scored, col
+        cdef double loss = 0.0, b = 0.0, dot = 0.0, v
+        if refresh:
+            self.agg[:] = 0.0
+            self.agg_b = 0.0
+        with nogil:
+            if self.K == 0:
+                scored = self._hinge(w, refresh, rho, &loss, &b)
+            else:
+                scored = self._crammer_singer(w, refresh, rho, absdiff, largest, &loss, &b)
+            # the certain violators' part (after a reference pass: the whole plane, already priced)
+            for col in range(self.n_w):
+                v = self.agg[col]
+                if not refresh:
+                    dot += w[col] * v
+                    v += self.part[col]
+                    self.part[col] = 0.0
+                if v != 0.0:
+                    _mark_add(scratch, mark, touched, &count, col, v)
+            if not refresh:
+                loss += self.agg_b - dot
+            b += self.agg_b
+        return count, loss, b, scored
+
+    cdef inline void _add_row(self, double[::1] into, int64_t i, int64_t offset, double a) noexcept nogil:
+        """into += a x_i, column j at offset + stride j (stride K, or 1 for binary)."""
+        cdef int64_t p, col, stride = self.K if self.K else 1
+        for p in range(self.indptr[i], self.indptr[i + 1]):
+            col = self.indices[p]
+            if col < self.n_cols:
+                into[offset + stride * col] += a * self.data[p]
+        if self.use_bias:
+            into[offset + stride * self.n_cols] += a * self.bias
+
+    cdef inline void _move(self, int64_t i, bint certain, double a) noexcept nogil:
+        """Keeps a violator's a_i in agg exactly while it is certain (a = C_i or -C_i below)."""
+        if certain == self.member[i]:
+            return
+        if not certain:
+            a = -a
+        if self.K == 0:
+            self._add_row(self.agg, i, 0, a * self.sign[i])
+        else:
+            self._add_row(self.agg, i, self.cls[i], a)
+            self._add_row(self.agg, i, self.decision[i], -a)
+        self.agg_b += a
+        self.member[i] = certain
+
+    cdef int64_t _hinge(self, const double[::1] w, bint refresh, double rho, double* loss,
+                        double* b) noexcept nogil:
+        cdef int64_t i, p, col, scored = 0
+        cdef double s, h
+        for i in range(self.n):
+            if not refresh:
+                if self.decision[i]:
+                    self._move(i, self.safe[i] > rho, self.C[i])
+                if self.safe[i] > rho:
+                    continue
+            scored += 1
+            s = 0.0
+            for p in range(self.indptr[i], self.indptr[i + 1]):
+                col = self.indices[p]
+                if col < self.n_cols:
+                    s += w[col] * self.data[p]
+            if self.use_bias:
+                s += w[self.n_cols] * self.bias
+            h = 1.0 - self.sign[i] * s
+            if refresh:
+                self.decision[i] = h > 0.0
+                self.member[i] = h > 0.0
+                self.safe[i] = _safe_radius(h if h > 0.0 else -h, self.radius[i])
+            if h <= 0.0:
+                continue
+            loss[0] += self.C[i] * h
+            if refresh:
+                self._add_row(self.agg, i, 0, self.C[i] * self.sign[i])
+                self.agg_b += self.C[i]
+            else:
+                self._add_row(self.part, i, 0, self.C[i] * self.sign[i])
+                b[0] += self.C[i]
+        return scored
+
+    cdef int64_t _crammer_singer(self, const double[::1] w, bint refresh, double rho,
+                                 const double[::1] absdiff, const double[::1] largest,
+                                 double* loss, double* b) noexcept nogil:
+        # scores, worst label (ties to the smallest, y_i counting 0) and the plane's order of
+        # summation are those of block_scores, multiclass_worst and accumulate_plane
+        cdef int64_t i, p, col, k, j, yi, best_j, K = self.K, scored = 0
+        cdef double v, best, second, sy, bound
+        cdef bint certain
+        cdef double[::1] S = self.scores
+        for i in range(self.n):
+            yi = self.cls[i]
+            if not refresh:
+                certain = self.safe[i] > rho
+                if not certain and largest.shape[0] and self.safe[i] > 0:
+                    # the per-example test: sum_f |x_if| (|w - r|_{f j_i} + A_f) against the gap
+                    # (safe * |x_i|)
+                    j = self.decision[i]
+                    bound = 0.0
+                    for p in range(self.indptr[i], self.indptr[i + 1]):
+                        col = self.indices[p]
+                        if col < self.n_cols:
+                            bound += fabs(self.data[p]) * (absdiff[col * K + j] + largest[col])
+                    if self.use_bias:
+                        bound += fabs(self.bias) * (absdiff[self.n_cols * K + j]
+                                                    + largest[self.n_cols])
+                    certain = self.safe[i] * self.radius[i] > bound
+                if self.decision[i] != yi:
+                    self._move(i, certain, self.C[i])
+                if certain:
+                    continue
+            scored += 1
+            for k in range(K):
+                S[k] = 0.0
+            for p in range(self.indptr[i], self.indptr[i + 1]):
+                col = self.indices[p]
+                if col < self.n_cols:
+                    v = self.data[p]
+                    for k in range(K):
+                        S[k] += w[col * K + k] * v
+            if self.use_bias:
+                for k in range(K):
+                    S[k] += w[self.n_cols * K + k] * self.bias
+            sy = S[yi]
+            best = -INFINITY
+            second = -INFINITY
+            best_j = yi
+            for j in range(K):
+                v = 0.0 if j == yi else 1.0 - (sy - S[j])
+                if v > best:
+                    second = best
+                    best = v
+                    best_j = j
+                elif v > second:
+                    second = v
+            if refresh:
+                self.decision[i] = best_j if best > 0.0 else yi
+                self.member[i] = best > 0.0
+                self.safe[i] = _safe_radius(best - second, self.radius[i])
+            if best <= 0.0:
+                continue
+            loss[0] += self.C[i] * best
+            if refresh:
+                self._add_row(self.agg, i, yi, self.C[i] * 1.0)
+                self._add_row(self.agg, i, best_j, self.C[i] * -1.0)
+                self.agg_b += self.C[i]
+            else:
+                self._add_row(self.part, i, yi, self.C[i] * 1.0)
+                self._add_row(self.part, i, best_j, self.C[i] * -1.0)
+                b[0] += self.C[i]
+        return scored

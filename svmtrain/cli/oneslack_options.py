@@ -8,7 +8,7 @@ _FLAGS = {"cache_size": "-f", "qp_every": "--qp-every", "inactive": "--drop-inac
 ONESLACK_OPTIONS = tuple(_FLAGS)     # the parameters oneslack_options adds to train
 
 TRACE_HEADERS = {"1-slack": "# iteration seconds dual primal gap relative_gap exact working_set "
-                            "oracle_passes cache_hits"}
+                            "oracle_passes cache_hits scored"}
 
 
 def oneslack_options(f):
