@@ -70,6 +70,7 @@ class BudgetedEpoch:
     merges: int
     support_vectors: int
     validation: object = None
+    margins: int = 0           # margins f~(x_i) computed in the epoch (BSCA's shrinking skips some)
 
 
 @dataclass
@@ -318,10 +319,10 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
     P = D = None
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        merges = 0
+        merges = margins = 0
         for k, (e, st) in enumerate(zip(exps, state)):
             if optimizer == "bsca":
-                m, _, _, _ = bsca_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"],
+                m, _, _, visits = bsca_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"],
                                         cost, st["alpha"], st["slot_of"], st["perm"], st["rng"], budget,
                                         merge_precision, regression, p, table, st["alpha_avg"], window,
                                         step_tol, st["skip_left"], st["skip_next"],
@@ -330,7 +331,9 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
                 m, _, _ = bsgd_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"], cost,
                                      st["alpha"], st["slot_of"], st["perm"], st["rng"], st["clock"],
                                      budget, merge_precision, regression, p, table)
+                visits = n - 1 if epoch == 1 else n   # every step has a margin but the very first
             merges += m
+            margins += visits
         seconds += time.perf_counter() - started
         merges_total += merges
         if on_epoch is not None:
@@ -342,7 +345,8 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
             if validation is not None:
                 metric = validation_metric(task, model_exps, validation)
             record = BudgetedEpoch(epoch, seconds, P if epoch_objectives else None,
-                                   D if epoch_objectives else None, merges, sum(e.n_sv for e in exps), metric)
+                                   D if epoch_objectives else None, merges, sum(e.n_sv for e in exps), metric,
+                                   margins)
             history.append(record)
             on_epoch(record)
     if P is None or not epoch_objectives:
