@@ -32,6 +32,11 @@ gave 74.5-82.8%, W = 10000 steps 82.8-84.3%, W = B = 500 83.8-84.4% (seeds 1-3, 
 (and D(a_bar) >= the mean of the D(a^(s)), D being concave); the averaged model w~_bar is a point of
 the feature space, so P(w~_bar) is an upper bound. The iterates, and so the next epoch, are plain
 BSCA's; `average=False` returns the last iterate instead (the paper's Alg. 2 as printed).
+Shrinking (BSCA, the default; `shrink=None` turns it off): from the second epoch on, an example
+whose a_i is at a bound with a zero step by a margin of DEFAULT_SHRINK (a_i = 0 and y f~ >= 2,
+a_i = C_i and y f~ <= 0) is skipped, its margin -- the O(B) cost of a visit -- not computed, for 1,
+2, 4, then at most 8 epochs while it stays so (bsca_epoch). Skipped examples keep their a_i, so the
+certificate is unchanged. `step_tol` skips steps |delta a_i| below it (default 0: every step).
 D costs O(m^2) kernel evaluations over the m examples with a_i != 0: it is computed once at the end
 (and per epoch only with --trace). The model records D and the non-zero a (by example number), so
 verify-bound recomputes both P(w~) and D(a) from the data: `dual_of_rows` is the one code path.
