@@ -49,7 +49,7 @@ coefficient and degradation are the exact closed forms for that h.
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, exp, fabs, log
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
@@ -695,6 +695,7 @@ cdef inline void shuffle(int64_t[::1] perm, uint64_t* rng) noexcept nogil:
 
 
 cdef int64_t STATUS_OK = 0, STATUS_NOMEM = -1
+cdef int32_t MAX_REST = 8   # the longest rest of a shrunk example, in epochs
 
 
 cdef int64_t place(Store* s, const int64_t* pi, const double* pv, int64_t start, int64_t end,
@@ -738,9 +739,23 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                const double[::1] data, const double[::1] sqnorm, const double[::1] y,
                const double[::1] cost, double[::1] alpha, int64_t[::1] slot_of, int64_t[::1] perm,
                uint64_t[::1] rng, int64_t budget, double precision, bint regression, double p,
-               bint merge_table=True, double[::1] alpha_avg=None, int64_t window=0):
-    """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps).
-    merge_table: the precomputed merge search, else golden-section search to `precision`.
+               bint merge_table=True, double[::1] alpha_avg=None, int64_t window=0,
+               double step_tol=0.0, int32_t[::1] skip_left=None, int32_t[::1] skip_next=None,
+               double shrink=INFINITY):
+    """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps,
+    margins computed). merge_table: the precomputed merge search, else golden-section search to
+    `precision`.
+
+    Two departures from Alg. 2 as printed, both off with their defaults (step_tol 0, shrink inf):
+    step_tol: a step |delta a_i| < step_tol is not taken. Against a budgeted model the margin of a
+    free a_i is never exactly 1, so every visit steps, and once x_i's SV has been merged away even a
+    tiny step adds an SV and forces a merge. shrink (with skip_left / skip_next, per example,
+    carried across epochs): an example at a bound whose step is zero by at least `shrink` (binary:
+    a_i = 0 and y_i f~ >= 1 + shrink, or a_i = C_i and y_i f~ <= 1 - shrink; regression likewise
+    with the tube) is not visited -- its margin not computed -- for its next skip_next[i] epochs,
+    which doubles (up to MAX_REST) each time it is found so again and restarts at 1 otherwise
+    (LIBLINEAR's shrinking, with a back-off instead of a final unshrinking pass, there being no
+    stopping rule; every example is still visited at least every MAX_REST + 1 epochs).
 
     alpha_avg (optional): receives the mean of the iterates of the epoch's last `window` steps
     (all n when window is 0 or above n), a_bar = (1/W) sum_{s > n-W} a^(s), a^(s) the coefficients
@@ -756,9 +771,16 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     cdef bint average = alpha_avg is not None
     if average and alpha_avg.shape[0] != n:
         raise ValueError("alpha_avg needs one entry per row")
+    cdef bint shrinking = shrink < INFINITY
+    if shrinking and (skip_left is None or skip_next is None or skip_left.shape[0] != n
+                      or skip_next.shape[0] != n):
+        raise ValueError("shrinking needs skip_left and skip_next, one entry per row")
+    if not step_tol >= 0.0 or not shrink >= 0.0:
+        raise ValueError("step_tol and shrink must be >= 0")
     cdef Store* s = &e.s
     s.track_avg = average
-    cdef int64_t t, i, merges = 0, steps = 0, status = STATUS_OK
+    cdef int64_t t, i, merges = 0, steps = 0, margins = 0, status = STATUS_OK
+    cdef double room
     cdef double f, a, v, delta, coef, weight = 0.0, degradation = 0.0
     cdef int64_t j
     if window <= 0 or window > n:
@@ -775,19 +797,44 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                     s.beta_avg[j] = s.beta[j]
                 for j in range(n):
                     alpha_avg[j] = alpha[j]
+            if shrinking and skip_left[i] > 0:
+                skip_left[i] -= 1
+                continue
             f = expansion_at(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i])
+            margins += 1
             if regression:   # soft threshold, then the box [-C_i, C_i]; Q_ii = 1
                 v = alpha[i] + (y[i] - f)
                 a = v - p if v > p else (v + p if v < -p else 0.0)
                 a = cost[i] if a > cost[i] else (-cost[i] if a < -cost[i] else a)
                 delta = a - alpha[i]
                 coef = delta
+                # how far inside its zero-step region a_i is: the tube at 0, the side at +-C
+                if alpha[i] == 0.0:
+                    room = p - fabs(y[i] - f)
+                elif alpha[i] == cost[i]:
+                    room = (y[i] - f) - p
+                elif alpha[i] == -cost[i]:
+                    room = (f - y[i]) - p
+                else:
+                    room = -1.0
             else:            # truncated Newton step, the box [0, C_i]
                 a = alpha[i] + (1.0 - y[i] * f)
                 a = cost[i] if a > cost[i] else (0.0 if a < 0.0 else a)
                 delta = a - alpha[i]
                 coef = delta * y[i]
-            if delta == 0.0:
+                if alpha[i] == 0.0:
+                    room = y[i] * f - 1.0
+                elif alpha[i] == cost[i]:
+                    room = 1.0 - y[i] * f
+                else:
+                    room = -1.0
+            if shrinking:
+                if room >= shrink:   # at a bound, well inside: rest for the next skip_next[i] epochs
+                    skip_left[i] = skip_next[i]
+                    skip_next[i] = 2 * skip_next[i] if 2 * skip_next[i] <= MAX_REST else MAX_REST
+                else:
+                    skip_next[i] = 1
+            if delta == 0.0 or fabs(delta) < step_tol:
                 continue
             steps += 1
             alpha[i] = a
@@ -802,7 +849,7 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 break
     if status == STATUS_NOMEM:
         raise MemoryError("out of memory for the support vectors")
-    return merges, degradation, steps
+    return merges, degradation, steps, margins
 
 
 def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,

@@ -368,6 +368,10 @@ BAD_OPTIONS = [
     (["--merge-search", "exact"], "--merge-search"),
     (["--budget", "0"], "--budget"),
     (["--epochs", "0"], "--epochs"),
+    (["--step-tolerance", "-0.1"], "--step-tolerance"),
+    (["--step-tolerance", "nan"], "--step-tolerance"),
+    (["--optimizer", "sgd", "--no-shrink"], "--shrink"),
+    (["--optimizer", "sgd", "--step-tolerance", "0.1"], "--step-tolerance"),
     (["--format", "liblinear"], "--format"),
     (["-t", "multiclass", "--rescaling", "slack"], "--rescaling"),
 ]
@@ -382,7 +386,8 @@ def test_bad_options_exit_2(tmp_path, args, fragment):
 
 @pytest.mark.parametrize("flag", [["--budget", "10"], ["--epochs", "2"], ["--optimizer", "sgd"],
                                   ["-g", "1"], ["--validation", str(HEART)],
-                                  ["--merge-search", "golden"]])
+                                  ["--merge-search", "golden"], ["--no-shrink"],
+                                  ["--step-tolerance", "0.1"]])
 def test_budgeted_options_need_the_mode(tmp_path, flag):
     r = run("train", *flag, HEART, tmp_path / "m")
     assert r.exit_code == 2 and "--mode budgeted" in r.output
@@ -538,3 +543,93 @@ def test_average_option(tmp_path):
     assert "averaged 20\n" in open(tmp_path / "m--average").read()
     r = run("train", "-m", "budgeted", "--optimizer", "sgd", "--no-average", "-q", train, tmp_path / "x")
     assert r.exit_code == 2 and "--average" in r.output
+
+
+def _replay_epoch(K, y, C, a, order, step_tol=0.0, shrink=np.inf, skip_left=None, skip_next=None):
+    """One epoch of bias-free coordinate ascent with the exact kernel, in numpy, with BSCA's step
+    tolerance and shrinking as documented: returns the number of margins computed."""
+    margins = 0
+    for i in order:
+        if skip_left is not None and skip_left[i] > 0:
+            skip_left[i] -= 1
+            continue
+        yf = y[i] * (K[i] @ (a * y))
+        margins += 1
+        room = yf - 1.0 if a[i] == 0.0 else (1.0 - yf if a[i] == C else -1.0)
+        if skip_left is not None:
+            if room >= shrink:
+                skip_left[i], skip_next[i] = skip_next[i], min(2 * skip_next[i], 8)
+            else:
+                skip_next[i] = 1
+        new = np.clip(a[i] + 1.0 - yf, 0.0, C)
+        if abs(new - a[i]) >= step_tol:
+            a[i] = new
+    return margins
+
+
+@pytest.mark.parametrize("step_tol, shrink", [(0.0, np.inf), (0.3, np.inf), (0.0, 0.5), (0.2, 0.0)])
+def test_step_tolerance_and_shrinking_replayed(heart100, step_tol, shrink):
+    """No merging (B >= n): BSCA's epochs with a step tolerance and shrinking are coordinate ascent
+    that skips the small steps and rests the shrunk examples, replayed in numpy over 6 epochs with
+    the exact kernel (same a, same number of margins computed); step_tol 0 and shrink inf are Alg. 2
+    (every visit computes its margin)."""
+    from svmtrain._budget import bsca_epoch
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    C, gamma, n = 2.0, 0.2, block.n_rows
+    args = _epoch_inputs(block, task, C)
+    e = Expansion(block.n_features, gamma, n + 1)
+    skip_left, skip_next = np.zeros(n, dtype=np.int32), np.ones(n, dtype=np.int32)
+    K, y = rbf(dense(block), dense(block), gamma), args["y"]
+    a, left, nxt = np.zeros(n), np.zeros(n, dtype=np.int32), np.ones(n, dtype=np.int32)
+    skipped = 0
+    for _ in range(6):
+        merges, _, _, margins = bsca_epoch(
+            e, block.indptr, block.indices, block.data, args["sqnorm"], y, args["cost"], args["alpha"],
+            args["slot_of"], args["perm"], args["rng"], n, 0.01, False, 0.0, True, None, 0,
+            step_tol, skip_left, skip_next, shrink)
+        expected = _replay_epoch(K, y, C, a, args["perm"], step_tol, shrink, left, nxt)
+        assert merges == 0 and margins == expected
+        assert np.allclose(args["alpha"], a, atol=1e-9)
+        assert np.array_equal(skip_left, left) and np.array_equal(skip_next, nxt)
+        skipped += n - margins
+    assert (skipped > 0) == (shrink < np.inf)
+
+
+def test_shrinking_still_reaches_the_exact_kernel_svm(heart100):
+    """Shrinking only rests examples at a bound, and every one is revisited within 9 epochs: without
+    a budget BSCA still converges to the exact bias-free kernel SVM (the brute-force QP's dual)."""
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    C, gamma = 2.0, 0.2
+    X = dense(block)
+    y = task.signs(block, "x").astype(float)
+    Q = rbf(X, X, gamma) * np.outer(y, y)
+    best = brute_force_dual(Q, C)
+    D_best = best.sum() - 0.5 * best @ Q @ best
+    result = train_budgeted(task, block, str(heart100), C=C, gamma=gamma, budget=100, epochs=300,
+                            shrink=0.0, average=False)
+    assert result.merges == 0 and abs(result.dual - D_best) <= 1e-6 * abs(D_best)
+    assert result.dual <= result.primal + 1e-9
+
+
+def test_step_tolerance_zero_and_no_shrinking_is_alg2(heart100):
+    """train_budgeted with shrink=None and step_tol=0 takes Alg. 2's steps: with a budget (merges)
+    the same iterates as the bare epoch function without those arguments, bit for bit."""
+    from svmtrain._budget import bsca_epoch
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    args = _epoch_inputs(block, task, 2.0)
+    e = Expansion(block.n_features, 0.2, 11)
+    for _ in range(3):
+        bsca_epoch(e, block.indptr, block.indices, block.data, args["sqnorm"], args["y"], args["cost"],
+                   args["alpha"], args["slot_of"], args["perm"], args["rng"], 10, 0.01, False, 0.0, True)
+    beta = e.export()[0]
+    result = train_budgeted(task, block, str(heart100), C=2.0, gamma=0.2, budget=10, epochs=3,
+                            seed=7, average=False, shrink=None, step_tol=0.0)
+    assert np.array_equal(result.support_vectors[0][0], beta)
+    rows, values = result.alphas[0]
+    assert np.array_equal(rows, np.flatnonzero(args["alpha"])) and np.array_equal(values, args["alpha"][rows])
+    shrunk = train_budgeted(task, block, str(heart100), C=2.0, gamma=0.2, budget=10, epochs=3,
+                            seed=7, average=False, shrink=0.0, step_tol=0.0)
+    assert not np.array_equal(shrunk.support_vectors[0][0], beta)

@@ -12,12 +12,19 @@ BUDGETED_TASKS = ("binary", "multiclass", "regression")
 # option name -> flag, for "applies to --mode budgeted" errors
 BUDGETED_OPTIONS = {"gamma": "-g", "budget": "--budget", "epochs": "--epochs", "optimizer": "--optimizer",
             "merge_precision": "--merge-precision", "merge_search": "--merge-search",
-            "average": "--average", "validation": "--validation"}
+            "average": "--average", "validation": "--validation", "shrink": "--shrink",
+            "step_tolerance": "--step-tolerance"}
 
 
 def _precision(ctx, param, value):
     if value is not None and not (0 < value < 0.5):
         raise click.BadParameter(f"the merge precision must be in (0, 0.5), got {value}")
+    return value
+
+
+def _step_tolerance(ctx, param, value):
+    if value is not None and not (0 <= value < float("inf")):
+        raise click.BadParameter(f"the step tolerance must be a number >= 0, got {value}")
     return value
 
 
@@ -44,6 +51,16 @@ def budgeted_options(f):
                           "averaging output, Shalev-Shwartz & Zhang 2013): the last iterate's "
                           "decision values carry the noise of its last steps; --no-average returns "
                           "the last iterate (Qaadan et al.'s Alg. 2 as printed)  [default: average]"),
+        click.option("--shrink/--no-shrink", default=None,
+                     help="Budgeted, BSCA: from the second epoch on, skip an example whose a_i is at "
+                          "a bound with a zero step by a margin of 1 or more (a_i = 0 and y f >= 2, "
+                          "or a_i = C_i and y f <= 0) for its next 1, 2, 4, 8 epochs while it stays "
+                          "so (LIBLINEAR-style shrinking; a departure from Qaadan et al.'s Alg. 2, "
+                          "which visits every example: --no-shrink)  [default: shrink]"),
+        click.option("--step-tolerance", type=float, default=None, callback=_step_tolerance,
+                     help="Budgeted, BSCA: skip a coordinate step smaller than this in |a_i| (each "
+                          "step on an example whose support vector was merged away adds one and "
+                          "forces a merge; 0 takes every step, as Alg. 2)  [default: 0]"),
         click.option("--merge-search", type=click.Choice(("table", "golden")), default=None,
                      help="Budgeted: how a merge finds the merged point: table interpolates a "
                           "precomputed table of the best point and its weight degradation "
@@ -87,7 +104,7 @@ def check_budgeted_options(mode, task, given, *, bias, loss, rescaling, model_fo
 
 def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, options, trace_file,
                            zero_based, quiet, *, gamma, budget, epochs, optimizer, merge_precision,
-                           merge_search, average, validation):
+                           merge_search, average, validation, shrink, step_tolerance):
     from svmtrain import data
     from svmtrain.model import Model, write_model
     from svmtrain.solvers import budgeted as solver
@@ -99,6 +116,11 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
     if average is not None and optimizer == "bsgd":
         raise InputError("--average/--no-average: applies to --optimizer bsca only")
     average = True if average is None else average
+    for flag, value in (("--shrink/--no-shrink", shrink), ("--step-tolerance", step_tolerance)):
+        if value is not None and optimizer == "bsgd":
+            raise InputError(f"{flag}: applies to --optimizer bsca only")
+    shrink = solver.DEFAULT_SHRINK if shrink is None or shrink else None
+    step_tolerance = solver.DEFAULT_STEP_TOL if step_tolerance is None else step_tolerance
     merge_precision = solver.DEFAULT_MERGE_PRECISION if merge_precision is None else merge_precision
     merge_search = "table" if merge_search is None else merge_search
     started = time.perf_counter()
@@ -134,6 +156,7 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
                                        epochs=epochs, optimizer=optimizer,
                                        merge_precision=merge_precision, merge_search=merge_search,
                                        seed=seed, p=options["p"], average=average,
+                                       shrink=shrink, step_tol=step_tolerance,
                                        validation=held_out,
                                        on_epoch=on_epoch if (trace or bar is not None) else None,
                                        # the objectives cost O(m^2) kernel evaluations: per epoch
