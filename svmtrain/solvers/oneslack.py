@@ -81,6 +81,7 @@ from svmtrain import interrupt, objective
 from svmtrain._linear import term_dots
 from svmtrain._oneslack import (ScreenedOracle, accumulate_plane, gram_row, hinge_plane, plane_qp,
                                 scatter_planes)
+from svmtrain.data import Block
 from svmtrain.engine import EpochRecord, relative_gap
 from svmtrain.solvers.nslack import TrainResult
 from svmtrain.tasks.base import Constraints, Geometry
@@ -102,6 +103,12 @@ CACHE_FRACTION = 0.5
 #: the QP over the planes is solved to a gap of QP_FRACTION * epsilon * P (it is small and cheap)
 QP_FRACTION = 0.2
 DEFAULT_IN_OUT = 0.1
+#: the sample start (--sample-start): every k-th example, solved to this relative gap (looser
+#: measured no faster: the full problem's iterations from its w barely depend on it), when the
+#: sample has at least SAMPLE_MIN_EXAMPLES examples
+DEFAULT_SAMPLE_START = 10
+SAMPLE_EPSILON = 0.05
+SAMPLE_MIN_EXAMPLES = 2000
 #: the screening radius is inflated by this factor so that rounding in the scores cannot turn a
 #: certain example's decision
 SCREEN_SLACK = 1e-9
@@ -126,9 +133,12 @@ class OneSlackResult(TrainResult):
     cache_hits: int = 0
     examples_scored: int = 0    # over all oracle passes (screening leaves the rest out)
     planes: object = None       # the working set (cols, vals, b, beta), which a 1-slack state keeps
+    sample_iterations: int = 0  # iterations of the sample start (--sample-start), not in `rounds`
 
     def schedule(self):
-        return (f"{self.rounds} iterations ({self.oracle_passes} oracle passes = "
+        sample = (f"{self.sample_iterations} iterations on a sample, then "
+                  if self.sample_iterations else "")
+        return (f"{sample}{self.rounds} iterations ({self.oracle_passes} oracle passes = "
                 f"{self.oracle_passes * self.examples} oracle calls, {self.cache_hits} cache hits), "
                 f"{self.constraints} planes in the working set, ")
 
@@ -456,15 +466,21 @@ class LocalShards:
 def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                    on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
                    inactive=DEFAULT_INACTIVE, threads=1, start=None, in_out=DEFAULT_IN_OUT,
-                   shards=None, screen=True):
+                   shards=None, screen=True, sample_start=DEFAULT_SAMPLE_START):
     """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
     apply (the QP's steps are deterministic, over a handful of planes). `start`: a working set
     (read_state) to begin from. `shards`: the executor of the per-example work (LocalShards over
     `block` when None; svmtrain.distributed.DaskShards keeps it on a cluster, block None).
-    `screen`: oracle screening for binary and multiclass (the same planes up to rounding)."""
+    `screen`: oracle screening for binary and multiclass (the same planes up to rounding).
+    `sample_start` = k > 1: the first query point is the w of this problem on every k-th example
+    (costs k C_i, to a gap of SAMPLE_EPSILON; _sample_start), where the task and data allow it."""
     started = time.perf_counter()
+    sample = None
     if shards is None:
-        shards = LocalShards(task, block, path, C, Geometry(block.n_features, bias), threads)
+        geometry = Geometry(block.n_features, bias)
+        sample = _sample_start(task, block, path, C, geometry, threads, sample_start, epsilon,
+                               max_epochs, start, in_out, screen)
+        shards = LocalShards(task, block, path, C, geometry, threads)
     geometry = shards.geometry
     n_w = shards.n_w
     aggregated = task.aggregates_offenders
@@ -512,11 +528,17 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     w_ref, ref_number, new_ref = None, 0, True
     epoch_work = epoch_passes = 0
     scored_total, n_examples = 0, None      # n: what the first oracle pass scores (all)
+    if sample is not None:
+        scored_total = sample.examples_scored
     try:
         for iteration in range(1, max_epochs + 1):
             wsq = ws.sqnorm()     # |w|^2 from the Gram matrix: no pass over w
             xi_ws = ws.slack()
-            if best_w is None or step >= 1.0:
+            if iteration == 1 and sample is not None:
+                # the sample's w: priced exactly by this pass, it becomes the first best w
+                query = query_buffer = sample.w.copy()
+                qsq = float(np.dot(query, query))
+            elif best_w is None or step >= 1.0:
                 query, qsq = w, wsq
             else:
                 if query_buffer is None:
@@ -633,7 +655,38 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                           rounds=iteration, constraints=ws.size, records=records,
                           planes=(ws.cols, ws.vals, ws.b.copy(), ws.beta.copy()),
                           oracle_passes=passes, cache_hits=hits, examples_scored=scored_total,
+                          sample_iterations=0 if sample is None else sample.rounds,
                           interrupted=interrupt.requested())
+
+
+def _every_kth(block, k):
+    """Rows 0, k, 2k, ... of a block as a block of their own, each row's cost times k (so that
+    sum_i C_i, the scale of the loss, stays that of the whole block)."""
+    rows = np.arange(0, block.n_rows, k)
+    starts, lengths = block.indptr[rows], np.diff(block.indptr)[rows]
+    indptr = np.zeros(len(rows) + 1, np.int64)
+    indptr[1:] = np.cumsum(lengths)
+    # the stored positions of the chosen rows, run by run
+    take = np.repeat(starts - indptr[:-1], lengths) + np.arange(int(indptr[-1]))
+    return Block(indptr, block.indices[take], block.data[take], block.target[rows],
+                 block.qid[rows], block.cost[rows] * k, block.line[rows], block.n_features, 0)
+
+
+def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epochs, start, in_out,
+                  screen):
+    """The sample start (module docstring): the 1-slack result on every k-th example with costs
+    k C_i, solved to a gap of max(epsilon, SAMPLE_EPSILON), or None where it does not apply: k < 2,
+    a warm start (its planes are the start), examples of several rows (ranking, sequence), tasks
+    without oracle screening (measured on binary and multiclass only), or fewer than
+    SAMPLE_MIN_EXAMPLES examples in the sample."""
+    if (k < 2 or start is not None or task.grouping != "row" or not _screens(task)
+            or block.n_rows // k < SAMPLE_MIN_EXAMPLES):
+        return None
+    sample = _every_kth(block, k)
+    return train_oneslack(task, sample, path, C=C, bias=geometry.bias,
+                          epsilon=max(epsilon, SAMPLE_EPSILON), max_epochs=max_epochs, seed=0,
+                          threads=threads, in_out=in_out, screen=screen, sample_start=0,
+                          shards=LocalShards(task, sample, path, C, geometry, threads))
 
 
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
