@@ -103,6 +103,10 @@ CACHE_FRACTION = 0.5
 #: the QP over the planes is solved to a gap of QP_FRACTION * epsilon * P (it is small and cheap)
 QP_FRACTION = 0.2
 DEFAULT_IN_OUT = 0.1
+#: a screened pass whose probe (every PROBE_STRIDE-th example) finds at least this fraction of
+#: examples it cannot screen is made a reference pass instead
+PROBE_STRIDE = 16
+PROBE_REFRESH = 0.7
 #: the sample start (--sample-start): every k-th example, solved to this relative gap (looser
 #: measured no faster: the full problem's iterations from its w barely depend on it), when the
 #: sample has at least SAMPLE_MIN_EXAMPLES examples
@@ -566,6 +570,13 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                     else:
                         rho, move = _screen_bounds(task, query - w_ref)
                         screen_args = (ref_number, rho, *(move or (None, None)))
+                        # a pass that would score nearly every example costs what a reference
+                        # pass costs: make it one (a probe of every PROBE_STRIDE-th example)
+                        probes = run(_probe, (ref_number, *screen_args[1:]))
+                        if sum(p[0] for p in probes) >= PROBE_REFRESH * sum(p[1] for p in probes):
+                            ref_number += 1
+                            w_ref = query.copy()
+                            screen_args = (ref_number, -1.0, None, None)
                 # (the arrays as arguments of their own: a Dask executor scatters large ones once)
                 parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size,
                                            *(screen_args or ())))
@@ -733,6 +744,16 @@ def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=
     if use_cache:
         _remember(shard, worst.select(violated), iteration, cache_size)
     return loss, cols, vals, float(np.dot(weight, worst.margin)), n
+
+
+def _probe(shard, scratch, ref, rho, absdiff=None, largest=None):
+    """(examples the shard's next screened pass would score, examples probed) over every
+    PROBE_STRIDE-th example; all of them when the shard has no state for reference `ref`."""
+    oracle = shard.screen
+    if oracle is None or oracle.ref != ref:
+        count = -(-shard.problem.n_examples // PROBE_STRIDE)
+        return count, count
+    return oracle.probe(rho, None if absdiff is None else (absdiff, largest), PROBE_STRIDE)
 
 
 def _screens(task):
