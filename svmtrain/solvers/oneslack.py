@@ -140,11 +140,11 @@ class OneSlackResult(TrainResult):
     sample_iterations: int = 0  # iterations of the sample start (--sample-start), not in `rounds`
 
     def schedule(self):
-        sample = (f"{self.sample_iterations} iterations on a sample, then "
+        sample = (f"{self.sample_iterations} iterations on the sample first, "
                   if self.sample_iterations else "")
-        return (f"{sample}{self.rounds} iterations ({self.oracle_passes} oracle passes = "
+        return (f"{self.rounds} iterations ({self.oracle_passes} oracle passes = "
                 f"{self.oracle_passes * self.examples} oracle calls, {self.cache_hits} cache hits), "
-                f"{self.constraints} planes in the working set, ")
+                f"{self.constraints} planes in the working set, {sample}")
 
 
 class _Shard:
