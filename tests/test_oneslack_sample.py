@@ -66,3 +66,22 @@ def test_sample_start_skipped_when_the_sample_is_small(shared):
     block = data.load(path)
     result = _run(Binary.from_training_data(block, path), block, path, sample_start=10)
     assert result.sample_iterations == 0
+
+
+def test_sample_start_nests_when_the_sample_is_large(shared, monkeypatch):
+    path = str(shared("a9a/a9a.xz", max_lines=8000))
+    block = data.load(path)
+    task = Binary.from_training_data(block, path)
+    sizes = []
+    every_kth = oneslack._every_kth
+
+    def counted(b, k):
+        sizes.append(b.n_rows)
+        return every_kth(b, k)
+
+    monkeypatch.setattr(oneslack, "_every_kth", counted)
+    nested = _run(task, block, path, sample_start=2)
+    assert sizes == [8000, 4000]      # the sample (4000) started from its own (2000)
+    plain = _run(task, block, path, sample_start=0)
+    assert nested.converged and abs(nested.primal - plain.primal) <= 1e-3 * plain.primal
+    assert nested.dual <= plain.primal and plain.dual <= nested.primal

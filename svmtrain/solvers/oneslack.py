@@ -709,7 +709,10 @@ def _every_kth(block, k):
 def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epochs, start, in_out,
                   screen):
     """The sample start (module docstring): the 1-slack result on every k-th example with costs
-    k C_i, solved to a gap of max(epsilon, SAMPLE_EPSILON), or None where it does not apply: k < 2,
+    k C_i, solved to a gap of max(epsilon, SAMPLE_EPSILON) and itself started from every k-th of
+    its examples where they are enough (kddcup99 multiclass, 494k rows, -e 1e-3: 186 -> 130
+    iterations on the sample, 33.5M -> 30.9M examples scored in all), or None where it does not
+    apply: k < 2,
     a warm start (its planes are the start), examples of several rows (ranking, sequence), tasks
     without oracle screening (measured on binary and multiclass only), or fewer than
     SAMPLE_MIN_EXAMPLES examples in the sample."""
@@ -719,8 +722,7 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
     sample = _every_kth(block, k)
     return train_oneslack(task, sample, path, C=C, bias=geometry.bias,
                           epsilon=max(epsilon, SAMPLE_EPSILON), max_epochs=max_epochs, seed=0,
-                          threads=threads, in_out=in_out, screen=screen, sample_start=0,
-                          shards=LocalShards(task, sample, path, C, geometry, threads))
+                          threads=threads, in_out=in_out, screen=screen, sample_start=k)
 
 
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
