@@ -19,7 +19,8 @@ from taskbench import _head_sentences, liblinear, run_child
 
 SEED = 1
 _SUMMARY = re.compile(r"(\d+) epochs, (?:(\d+) iterations \((\d+) oracle passes = \d+ oracle calls, "
-                      r"(\d+) cache hits\), (\d+) planes in the working set, |(\d+) cutting-plane "
+                      r"(\d+) cache hits\), (\d+) planes in the working set, "
+                      r"(?:\d+ iterations on the sample first, )?|(\d+) cutting-plane "
                       r"rounds, (\d+) constraints cached, )?(\S+) s, primal (\S+), dual (\S+), "
                       r"relative gap (\S+)")
 

@@ -518,6 +518,53 @@ cdef class ScreenedOracle:
             b += self.agg_b
         return count, loss, b, scored
 
+    def probe(self, double rho, feature_move, int64_t stride):
+        """How many of the rows 0, stride, 2 stride, ... the next `plane` at this rho and
+        feature_move would score (the rows it cannot screen), and how many were probed: an
+        estimate of a pass's cost before it runs. Every row counts as scored without a
+        reference (ref None)."""
+        if stride < 1:
+            raise ValueError("stride must be at least 1")
+        empty = np.zeros(0)
+        moved, top = (empty, empty) if feature_move is None else feature_move
+        cdef const double[::1] absdiff = np.ascontiguousarray(moved, dtype=np.float64)
+        cdef const double[::1] largest = np.ascontiguousarray(top, dtype=np.float64)
+        if feature_move is not None and (self.K == 0 or absdiff.shape[0] != self.n_w
+                                         or largest.shape[0] != self.n_cols + self.use_bias):
+            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
+                             "(multiclass)")
+        cdef int64_t i, probed = 0, scored = 0
+        if self.ref is None:
+            probed = (self.n + stride - 1) // stride
+            return probed, probed
+        with nogil:
+            i = 0
+            while i < self.n:
+                probed += 1
+                if not self._certain(i, rho, absdiff, largest):
+                    scored += 1
+                i += stride
+        return scored, probed
+
+    cdef inline bint _certain(self, int64_t i, double rho, const double[::1] absdiff,
+                              const double[::1] largest) noexcept nogil:
+        """Whether row i's decision at the reference provably stands (the tests of the passes)."""
+        cdef int64_t p, col, j, K = self.K
+        cdef double bound
+        if self.safe[i] > rho:
+            return True
+        if K == 0 or not largest.shape[0] or not self.safe[i] > 0:
+            return False
+        j = self.decision[i]
+        bound = 0.0
+        for p in range(self.indptr[i], self.indptr[i + 1]):
+            col = self.indices[p]
+            if col < self.n_cols:
+                bound += fabs(self.data[p]) * (absdiff[col * K + j] + largest[col])
+        if self.use_bias:
+            bound += fabs(self.bias) * (absdiff[self.n_cols * K + j] + largest[self.n_cols])
+        return self.safe[i] * self.radius[i] > bound
+
     cdef inline void _add_row(self, double[::1] into, int64_t i, int64_t offset, double a) noexcept nogil:
         """into += a x_i, column j at offset + stride j (stride K, or 1 for binary)."""
         cdef int64_t p, col, stride = self.K if self.K else 1
@@ -588,20 +635,9 @@ cdef class ScreenedOracle:
         for i in range(self.n):
             yi = self.cls[i]
             if not refresh:
-                certain = self.safe[i] > rho
-                if not certain and largest.shape[0] and self.safe[i] > 0:
-                    # the per-example test: sum_f |x_if| (|w - r|_{f j_i} + A_f) against the gap
-                    # (safe * |x_i|)
-                    j = self.decision[i]
-                    bound = 0.0
-                    for p in range(self.indptr[i], self.indptr[i + 1]):
-                        col = self.indices[p]
-                        if col < self.n_cols:
-                            bound += fabs(self.data[p]) * (absdiff[col * K + j] + largest[col])
-                    if self.use_bias:
-                        bound += fabs(self.bias) * (absdiff[self.n_cols * K + j]
-                                                    + largest[self.n_cols])
-                    certain = self.safe[i] * self.radius[i] > bound
+                # rho, then the per-example test: sum_f |x_if| (|w - r|_{f j_i} + A_f) against
+                # the gap (safe * |x_i|)
+                certain = self._certain(i, rho, absdiff, largest)
                 if self.decision[i] != yi:
                     self._move(i, certain, self.C[i])
                 if certain:

@@ -181,3 +181,33 @@ def test_screening_changes_the_path_not_the_optimum(shared):
     assert on.dual <= off.primal and off.dual <= on.primal
     # fewer examples scored per pass with screening
     assert on.examples_scored / on.oracle_passes < 0.9 * off.examples_scored / off.oracle_passes
+
+
+@pytest.mark.parametrize("case", ["a9a binary", "pendigits multiclass"])
+def test_probe_counts_what_the_pass_scores(case, shared):
+    """The probe before a pass (stride 1: every example) counts exactly the examples the screened
+    pass then scores; a stride probes every stride-th example; no reference: all count."""
+    if "a9a" in case:
+        task, shards = _shards(shared("a9a/a9a.xz", max_lines=2000), Binary, None)
+    else:
+        task, shards = _shards(shared("pendigits/pendigits.xz", max_lines=1500), Multiclass, None,
+                               scale=100.0)
+    shard = shards.shards[0]
+    n = shard.block.n_rows
+    w_star = oneslack.train_oneslack(task, shards.block, shards.path, C=1.0, bias=None,
+                                     epsilon=1e-2, max_epochs=2000, seed=1, screen=False).w
+    scratch = oneslack._Scratch(len(w_star))
+    oneslack._from_oracle(shard, scratch, task, w_star, 1, False, 0, 1, -1.0)   # the reference
+    assert oneslack._probe(shard, scratch, 2, 0.0) == (-(-n // oneslack.PROBE_STRIDE),) * 2
+    seen = set()
+    for q, _new in _queries(w_star, np.random.default_rng(3), 24):
+        rho, move = oneslack._screen_bounds(task, q - w_star)
+        args = (rho, *(move or (None, None)))
+        probed, count = shard.screen.probe(rho, None if move is None else move, 1)
+        strided, count7 = shard.screen.probe(rho, None if move is None else move, 7)
+        assert count == n and count7 == -(-n // 7) and strided <= count7
+        scored = oneslack._from_oracle(shard, scratch, task, q, 1, False, 0, 1, *args)[4]
+        assert probed == scored
+        seen.add(0 < scored < n)
+    assert True in seen      # some passes screened part of the examples
+    shards.close()

@@ -2,9 +2,11 @@
 
 import click
 
-ONESLACK_DEFAULTS = {"cache_size": 0, "qp_every": 1, "inactive": 50, "threads": 1, "in_out": 0.1}
+ONESLACK_DEFAULTS = {"cache_size": 0, "qp_every": 1, "inactive": 50, "threads": 1, "in_out": 0.1,
+                     "sample_start": 10}
 _FLAGS = {"cache_size": "-f", "qp_every": "--qp-every", "inactive": "--drop-inactive",
-          "threads": "--threads", "in_out": "--in-out"}
+          "threads": "--threads", "in_out": "--in-out",
+          "sample_start": "--sample-start"}
 ONESLACK_OPTIONS = tuple(_FLAGS)     # the parameters oneslack_options adds to train
 
 TRACE_HEADERS = {"1-slack": "# iteration seconds dual primal gap relative_gap exact working_set "
@@ -33,6 +35,12 @@ def oneslack_options(f):
                           "w (in-out cutting planes), the step toward the QP's w doubling on "
                           "progress and halving down to this value otherwise; the model is the "
                           "best w; 0: always at the QP's w  [default: 0.1]"),
+        click.option("--sample-start", "sample_start", type=click.IntRange(0), default=None,
+                     help="1-slack, binary and multiclass: first solve the problem on every K-th "
+                          "example (costs times K) to a gap of 0.05 and ask the oracle first at its "
+                          "w; only the point is reused, the planes and the certificate are the "
+                          "whole data's; when the sample has at least 2,000 examples; 0: off  "
+                          "[default: 10]"),
     ]):
         f = decorator(f)
     return f
