@@ -28,7 +28,12 @@ import numpy as np
 
 from svmtrain import _reader
 
-__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load"]
+__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features"]
+
+# The most feature columns a model can have: the engine keeps int32 column numbers, one of them
+# for the bias feature (LIBLINEAR's indices are C ints too). The reader takes any 64-bit index, so
+# that a test file may carry features a model ignores; training checks its data against this.
+MAX_FEATURES = 2**31 - 2
 
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -102,6 +107,18 @@ def concat_blocks(blocks) -> "Block":
                  cat([b.target for b in blocks]), cat([b.qid for b in blocks]),
                  cat([b.cost for b in blocks]), cat([b.line for b in blocks]),
                  max(b.n_features for b in blocks), sum(b.nbytes for b in blocks))
+
+
+def check_features(block: "Block", path: str, zero_based: bool = False) -> None:
+    """Raise DataError at the first row whose feature index no model can have (MAX_FEATURES)."""
+    if block.n_features <= MAX_FEATURES:
+        return
+    at = int(np.argmax(block.indices >= MAX_FEATURES))
+    row = int(np.searchsorted(block.indptr, at, side="right")) - 1
+    index = int(block.indices[at]) + (0 if zero_based else 1)
+    largest = MAX_FEATURES - 1 if zero_based else MAX_FEATURES
+    raise DataError(path, int(block.line[row]),
+                    f"feature index {index} is above the largest a model can have, {largest}")
 
 
 def whole_examples(blocks, grouping):

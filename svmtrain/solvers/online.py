@@ -496,6 +496,7 @@ class OnlineDual:
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
+            data.check_features(chunk, self.path, self.opt.zero_based)
             # at least one column: then every class block has a width, and a term's offset tells
             # a block (offset < blocks * width) from what follows them (see _widen)
             self._widen(max(chunk.n_features, 1))
@@ -994,7 +995,7 @@ def read_state(path):
             arrays = {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise StateError("no such file") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+    except Exception as e:   # OSError, a bad zip, a corrupt member (zlib.error, EOFError), ...
         raise StateError(f"not a resume state (.npz): {e}") from None
     if "mode" not in arrays or arrays["mode"].shape != () or arrays["mode"].dtype.kind != "U":
         raise StateError("not a resume state: no 'mode' key")
