@@ -28,7 +28,8 @@ import numpy as np
 
 from svmtrain import _reader
 
-__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features"]
+__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features",
+           "check_norms"]
 
 # The most feature columns a model can have: the engine keeps int32 column numbers, one of them
 # for the bias feature (LIBLINEAR's indices are C ints too). The reader takes any 64-bit index, so
@@ -119,6 +120,20 @@ def check_features(block: "Block", path: str, zero_based: bool = False) -> None:
     largest = MAX_FEATURES - 1 if zero_based else MAX_FEATURES
     raise DataError(path, int(block.line[row]),
                     f"feature index {index} is above the largest a model can have, {largest}")
+
+
+def check_norms(block: "Block", path: str) -> None:
+    """Raise DataError at the first row whose squared norm overflows to inf (values of about 1e154
+    and more): the linear solvers' steps divide by it and would silently stand still at w = 0."""
+    with np.errstate(over="ignore"):
+        rows = np.repeat(np.arange(block.n_rows), np.diff(block.indptr))
+        sq = np.bincount(rows, weights=block.data * block.data, minlength=block.n_rows)
+    bad = np.flatnonzero(~np.isfinite(sq))
+    if not len(bad):
+        return
+    row = int(bad[0])
+    raise DataError(path, int(block.line[row]), "the row's squared norm overflows (values of "
+                    "1e154 or more): scale the features")
 
 
 def whole_examples(blocks, grouping):

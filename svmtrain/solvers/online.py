@@ -495,6 +495,7 @@ class OnlineDual:
         task, opt = self.task, self.opt
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
+        data.check_norms(chunk, self.path)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
             data.check_features(chunk, self.path, self.opt.zero_based)
             # at least one column: then every class block has a width, and a term's offset tells
