@@ -212,3 +212,27 @@ def test_row_norm_overflow_is_refused(tmp_path, mode):
     out.mkdir()
     r = CliRunner().invoke(main, ["train", "-q", "-m", mode, str(data), str(out / "m")])
     _assert_refused(r, out, f"{data}:5:", "squared norm overflows")
+
+
+@pytest.mark.parametrize("content,reason", [
+    (b"99999999999999999999999:2\n", "above the largest a model can have"),   # np.ones(10**23) before
+    (b"\xc2\xb2:2\n", "bad feature index"),        # a Unicode digit: int() raised before
+], ids=["huge index", "unicode digit"])
+@pytest.mark.parametrize("mode", ["n-slack", "online-dual"])
+def test_reg_scale_bad_index(tmp_path, content, reason, mode):
+    data = tmp_path / "d.svm"
+    data.write_bytes(BINARY)
+    scales = tmp_path / "r.txt"
+    scales.write_bytes(b"3:0.5\n" + content)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["train", "-q", "-m", mode, "--reg-scale", str(scales), str(data),
+                                  str(out / "m")])
+    _assert_refused(r, out, f"{scales}:2:", reason)
+
+
+def test_nonneg_unicode_digit(tmp_path):
+    data = tmp_path / "d.svm"
+    data.write_bytes(BINARY)
+    r = CliRunner().invoke(main, ["train", "-q", "--nonneg", "1-\u00b2", str(data), str(tmp_path / "m")])
+    assert r.exit_code == 2 and "bad range" in r.output and not (tmp_path / "m").exists()
