@@ -236,3 +236,41 @@ def test_nonneg_unicode_digit(tmp_path):
     data.write_bytes(BINARY)
     r = CliRunner().invoke(main, ["train", "-q", "--nonneg", "1-\u00b2", str(data), str(tmp_path / "m")])
     assert r.exit_code == 2 and "bad range" in r.output and not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("key,value", [("C", np.array("x")), ("examples", np.array("x")),
+                                       ("fingerprint", np.array(1.5)), ("task", np.array(3))])
+def test_edited_nslack_state(tmp_path, key, value):
+    """A hand-edited --save-state file whose single values have the wrong type: refused by name
+    (float('x') / int('x') raised from the loader before)."""
+    data = tmp_path / "d.svm"
+    data.write_bytes(BINARY)
+    state = tmp_path / "s.npz"
+    r = CliRunner().invoke(main, ["train", "-q", "--save-state", str(state), str(data), str(tmp_path / "m0")])
+    assert r.exit_code == 0, r.output
+    arrays = dict(np.load(state))
+    arrays[key] = value
+    np.savez(state, **arrays)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["train", "-q", "--warm-start", str(state), str(data), str(out / "m")])
+    _assert_refused(r, out, str(state), f"{key} must be a single")
+
+
+def test_state_with_overflowing_term_scale(tmp_path):
+    """A sequence state whose cached term scales overflow w . x: refused (the Viterbi oracle's
+    'E has a non-finite value' traceback before)."""
+    data = tmp_path / "seq.svm"
+    data.write_bytes(_head("conll2000.train.svm", 120))
+    state = tmp_path / "s.npz"
+    r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", "--save-state", str(state), str(data),
+                                  str(tmp_path / "m0")])
+    assert r.exit_code == 0, r.output
+    arrays = dict(np.load(state))
+    arrays["cache_term_scale"] = np.full_like(arrays["cache_term_scale"], 1e308)
+    np.savez(state, **arrays)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", "--warm-start", str(state), str(data),
+                                  str(out / "m")])
+    _assert_refused(r, out, str(state), "cached constraints must be finite")
