@@ -274,3 +274,15 @@ def test_state_with_overflowing_term_scale(tmp_path):
     r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", "--warm-start", str(state), str(data),
                                   str(out / "m")])
     _assert_refused(r, out, str(state), "cached constraints must be finite")
+
+
+@pytest.mark.parametrize("mode", ["n-slack", "1-slack"])
+def test_save_state_in_missing_directory_writes_nothing(tmp_path, mode):
+    """1-slack wrote the model, then failed on the state: a model without its state was left."""
+    data = tmp_path / "d.svm"
+    data.write_bytes(BINARY)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["train", "-q", "-m", mode, "--save-state", str(tmp_path / "no" / "s.npz"),
+                                  str(data), str(out / "m")])
+    _assert_refused(r, out, "--save-state", "no such directory")
