@@ -286,3 +286,21 @@ def test_save_state_in_missing_directory_writes_nothing(tmp_path, mode):
     r = CliRunner().invoke(main, ["train", "-q", "-m", mode, "--save-state", str(tmp_path / "no" / "s.npz"),
                                   str(data), str(out / "m")])
     _assert_refused(r, out, "--save-state", "no such directory")
+
+
+@pytest.mark.parametrize("option", ["--window", "--column-window"])
+def test_conll_window_is_bounded(tmp_path, option):
+    """conll2svm --window 99999999999 built a list of 2e11 offsets and was killed (out of memory)."""
+    conll = tmp_path / "c.txt"
+    conll.write_bytes(b"a NN B-NP\nb NN I-NP\n\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(svmtools_main, ["conll2svm", option, "99999999999", "--new-dictionary",
+                                           str(out / "d"), str(conll), str(out / "s")])
+    assert r.exit_code == 2 and "0<=x<=100" in r.output and os.listdir(out) == []
+    dictionary = tmp_path / "dict"
+    dictionary.write_text(open(os.path.join(DATA, "conll2000.dict")).read()
+                          .replace("\nwindow 0\n", "\nwindow 101\n"))
+    r = CliRunner().invoke(svmtools_main, ["conll2svm", "--dictionary", str(dictionary), str(conll),
+                                           str(out / "s")])
+    _assert_refused(r, out, f"{dictionary}:8:", "window: at most 100")
