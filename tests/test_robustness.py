@@ -304,3 +304,19 @@ def test_conll_window_is_bounded(tmp_path, option):
     r = CliRunner().invoke(svmtools_main, ["conll2svm", "--dictionary", str(dictionary), str(conll),
                                            str(out / "s")])
     _assert_refused(r, out, f"{dictionary}:8:", "window: at most 100")
+
+
+def test_online_shuffle_window_split_sentence(tmp_path):
+    """A sentence whose lines are not consecutive (qid 1, 999, 1): the in-memory modes name the
+    line; online-dual's shuffle window joined the two runs of qid 1 and failed an assertion."""
+    lines = _lines(_head("conll2000.train.svm", 120))
+    lines[2] = lines[2].replace(b"qid:1", b"qid:999")
+    data = tmp_path / "seq.svm"
+    data.write_bytes(b"\n".join(lines) + b"\n")
+    for mode in ("n-slack", "online-dual"):
+        out = tmp_path / mode
+        out.mkdir()
+        r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", "-m", mode, "--chunk" if mode ==
+                                      "online-dual" else "--seed", "17" if mode == "online-dual" else "1",
+                                      str(data), str(out / "m")])
+        _assert_refused(r, out, f"{data}:4:", "qid 1 appears again")

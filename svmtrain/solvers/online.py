@@ -448,6 +448,8 @@ class OnlineDual:
         for window in _rechunk(examples, grouping, self.opt.shuffle_window):
             starts = _example_starts(window, grouping)
             n = len(starts) - 1
+            if grouping == "consecutive":
+                _check_runs(window, starts, self.path)
             rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
             order = rng.permutation(n)
             while True:
@@ -869,6 +871,20 @@ class RowDigest:
     def value(self):
         a, b, c, d = self.crcs
         return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
+
+
+def _check_runs(window, starts, path):
+    """An example (a qid run) whose qid comes back after other examples in the same shuffle window
+    would be joined to its namesake once shuffled next to it: refused as the in-memory modes do."""
+    run_qids = window.qid[starts[:-1]]
+    _, first = np.unique(run_qids, return_index=True)
+    if len(first) == len(run_qids):
+        return
+    again = int(np.setdiff1d(np.arange(len(run_qids)), first)[0])
+    i = int(starts[again])
+    raise data.DataError(path, int(window.line[i]), f"qid {int(window.qid[i])} appears again after "
+                                                    "other examples: an example's lines must be "
+                                                    "consecutive")
 
 
 def _rechunk(blocks, grouping, size):
