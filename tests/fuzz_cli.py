@@ -490,6 +490,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("-k", default="", help="run the cases whose name has one of these comma-separated substrings")
+    ap.add_argument("--skip", default="", help="leave out the cases whose name has one of these")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="fuzz-models-")
     bases = base_files()
@@ -497,7 +498,9 @@ def main():
     for name in ("binary.n-slack.model",):
         assert name in models
     wanted = args.k.split(",")      # any of these substrings
-    todo = [c for c in cases(bases, models) if any(k in c.name for k in wanted)]
+    skip = [k for k in args.skip.split(",") if k]
+    todo = [c for c in cases(bases, models) if any(k in c.name for k in wanted)
+            and not any(k in c.name for k in skip)]
     print(f"{len(todo)} cases", file=sys.stderr)
     bad = 0
     with concurrent.futures.ThreadPoolExecutor(args.j) as ex:
