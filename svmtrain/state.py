@@ -270,7 +270,8 @@ def load_state(path):
     for k, kind in (("C", "fiu"), ("examples", "iu"), ("rows", "iu"), ("fingerprint", "iu"),
                     ("task", "U")):
         if arrays[k].shape != () or arrays[k].dtype.kind not in kind:
-            raise StateError(path, f"{k} must be a single {'name' if kind == 'U' else 'number'}")
+            raise StateError(path, f"{k} must be a single value "
+                                   f"({'a name' if kind == 'U' else 'a number'})")
     n = arrays["alpha"].shape
     if (len(n) != 1 or arrays["group"].shape != n or arrays["key"].shape != n
             or arrays["group"].dtype.kind not in "iu" or arrays["key"].dtype.kind not in "iu"
