@@ -142,6 +142,11 @@ def write_dictionary(f, d: Dictionary) -> None:
     f.write(dictionary_text(d).encode("utf-8", "surrogateescape"))
 
 
+# The widest --window / --column-window: every token gets a feature per offset (bos[-k] past the
+# sentence's start), so a window far beyond any sentence only costs memory (1e11 was killed).
+MAX_WINDOW = 100
+
+
 # Options newer than the dictionary format, and the value that reproduces the features of a
 # dictionary written without them (the other columns then shared the word window, unigrams only).
 _LEGACY = {"column_window": lambda values: values["window"], "column_ngrams": lambda values: 1}
@@ -176,8 +181,10 @@ def read_dictionary(path: str) -> Dictionary:
                 n = int(value)
             except ValueError:
                 n = None
-            if n is None or n < low or not value.isdigit():
+            if n is None or n < low or not (value.isascii() and value.isdigit()):
                 raise DataError(path, lineno, f"{key}: expected an integer >= {low}, got {value!r}")
+            if key in ("window", "column-window") and n > MAX_WINDOW:
+                raise DataError(path, lineno, f"{key}: at most {MAX_WINDOW}, got {n}")
             return n
 
         def keyed(key, low=0, parse=None):
@@ -493,12 +500,12 @@ def _feature_options(f):
         click.option("--other-columns/--no-other-columns", default=d.other_columns,
                      show_default=True,
                      help="The columns between the word and the tag (POS ...), as colK=VALUE."),
-        click.option("--window", metavar="N", type=click.IntRange(0), default=d.window,
+        click.option("--window", metavar="N", type=click.IntRange(0, MAX_WINDOW), default=d.window,
                      show_default=True,
                      help="Neighbours up to N tokens away contribute their word, lowercase, shape "
                           "and column features, marked by relative position (w[-1]=...); bos[-k] / "
                           "eos[+k] past the sentence's ends."),
-        click.option("--column-window", metavar="N", type=click.IntRange(0),
+        click.option("--column-window", metavar="N", type=click.IntRange(0, MAX_WINDOW),
                      default=d.column_window, show_default=True,
                      help="Neighbours up to N tokens away contribute their column features "
                           "(col2[-2]=..., POS tags in CoNLL-2000), bos[-k] / eos[+k] past the "

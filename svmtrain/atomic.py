@@ -106,6 +106,16 @@ def atomic_output(path, mode: str = "w", *, force: bool = True, encoding: str = 
         path = os.fsdecode(path)
     if not force and os.path.lexists(path):
         raise FileExistsError(f"{path}: file exists (refusing to overwrite)")
+    try:
+        kind = os.stat(path).st_mode
+    except OSError:
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
+        # a device or a pipe (/dev/null, /dev/stdout, a FIFO): there is nothing to replace
+        # atomically, and renaming over it would replace the device node itself (as root)
+        with open(path, _MODES[mode], **({} if binary else {"encoding": encoding})) as f:
+            yield f
+        return
     directory, name = os.path.split(os.path.abspath(path))
     if not name:
         raise IsADirectoryError(f"{path}: not a file name")

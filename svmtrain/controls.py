@@ -36,7 +36,7 @@ from typing import Optional
 
 import numpy as np
 
-from svmtrain.data import DataError
+from svmtrain.data import MAX_FEATURES, DataError
 from svmtrain.tasks.base import LabelledTask, format_label
 
 
@@ -99,9 +99,12 @@ def read_reg_scale(path, zero_based=False):
         if len(tok) != 1 or ":" not in tok[0]:
             raise DataError(path, n, f"expected 'index:value', found {text.strip()[:40]!r}")
         idx, val = tok[0].split(":", 1)
-        if not idx.isdigit() or int(idx) < base:
+        if not (idx.isascii() and idx.isdigit()) or int(idx) < base:
             raise DataError(path, n, f"bad feature index {idx[:20]!r} (indices start at {base})")
         j = int(idx) - base
+        if j >= MAX_FEATURES:
+            raise DataError(path, n, f"feature index {idx[:30]} is above the largest a model can "
+                                     f"have, {MAX_FEATURES - 1 + base}")
         if j in scale:
             raise DataError(path, n, f"feature {idx} given twice")
         scale[j] = _positive_float(val, path, n, "scale")
@@ -124,7 +127,8 @@ def parse_nonneg(spec, zero_based=False):
         else:
             lo, _, hi = part.partition("-")
             hi = hi or lo
-            if not (lo.isdigit() and hi.isdigit()) or int(lo) < base or int(hi) < int(lo):
+            if not (lo.isascii() and hi.isascii() and lo.isdigit() and hi.isdigit()) \
+                    or int(lo) < base or int(hi) < int(lo):
                 where = "" if syntax_only else f", indices from {base}"
                 raise ValueError(f"bad range {part!r}: expected N, N-M (N <= M{where}), 'all' or "
                                  f"'bias'")

@@ -28,7 +28,13 @@ import numpy as np
 
 from svmtrain import _reader
 
-__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load"]
+__all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features",
+           "check_norms"]
+
+# The most feature columns a model can have: the engine keeps int32 column numbers, one of them
+# for the bias feature (LIBLINEAR's indices are C ints too). The reader takes any 64-bit index, so
+# that a test file may carry features a model ignores; training checks its data against this.
+MAX_FEATURES = 2**31 - 2
 
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -102,6 +108,32 @@ def concat_blocks(blocks) -> "Block":
                  cat([b.target for b in blocks]), cat([b.qid for b in blocks]),
                  cat([b.cost for b in blocks]), cat([b.line for b in blocks]),
                  max(b.n_features for b in blocks), sum(b.nbytes for b in blocks))
+
+
+def check_features(block: "Block", path: str, zero_based: bool = False) -> None:
+    """Raise DataError at the first row whose feature index no model can have (MAX_FEATURES)."""
+    if block.n_features <= MAX_FEATURES:
+        return
+    at = int(np.argmax(block.indices >= MAX_FEATURES))
+    row = int(np.searchsorted(block.indptr, at, side="right")) - 1
+    index = int(block.indices[at]) + (0 if zero_based else 1)
+    largest = MAX_FEATURES - 1 if zero_based else MAX_FEATURES
+    raise DataError(path, int(block.line[row]),
+                    f"feature index {index} is above the largest a model can have, {largest}")
+
+
+def check_norms(block: "Block", path: str) -> None:
+    """Raise DataError at the first row whose squared norm overflows to inf (values of about 1e154
+    and more): the linear solvers' steps divide by it and would silently stand still at w = 0."""
+    with np.errstate(over="ignore"):
+        rows = np.repeat(np.arange(block.n_rows), np.diff(block.indptr))
+        sq = np.bincount(rows, weights=block.data * block.data, minlength=block.n_rows)
+    bad = np.flatnonzero(~np.isfinite(sq))
+    if not len(bad):
+        return
+    row = int(bad[0])
+    raise DataError(path, int(block.line[row]), "the row's squared norm overflows (values of "
+                    "1e154 or more): scale the features")
 
 
 def whole_examples(blocks, grouping):

@@ -267,9 +267,11 @@ def load_state(path):
     if version.shape != () or version.dtype.kind not in "iu" or int(version) not in READS:
         raise StateError(path, f"unsupported state format version {version!r} (this svmtrain "
                                f"reads versions {', '.join(map(str, READS))})")
-    for k in ("C", "examples", "rows", "fingerprint", "task"):
-        if arrays[k].shape != ():
-            raise StateError(path, f"{k} must be a single value")
+    for k, kind in (("C", "fiu"), ("examples", "iu"), ("rows", "iu"), ("fingerprint", "iu"),
+                    ("task", "U")):
+        if arrays[k].shape != () or arrays[k].dtype.kind not in kind:
+            raise StateError(path, f"{k} must be a single value "
+                                   f"({'a name' if kind == 'U' else 'a number'})")
     n = arrays["alpha"].shape
     if (len(n) != 1 or arrays["group"].shape != n or arrays["key"].shape != n
             or arrays["group"].dtype.kind not in "iu" or arrays["key"].dtype.kind not in "iu"
@@ -329,5 +331,7 @@ def _check_cache(path, arrays, n):
         raise StateError(path, "cache_margin must hold one float per cached constraint")
     if terms and (arrays["cache_term_row"].min() < 0 or arrays["cache_term_offset"].min() < 0):
         raise StateError(path, "a cached term names a negative row or offset")
-    if not (np.all(np.isfinite(arrays["cache_term_scale"])) and np.all(np.isfinite(margin))):
-        raise StateError(path, "cached constraints must be finite")
+    # |scale| <= 1e150: a constraint's terms are sums of data rows scaled by small counts and
+    # losses; a scale past this makes w . x overflow to inf in the oracles
+    if not (np.all(np.abs(arrays["cache_term_scale"]) <= 1e150) and np.all(np.isfinite(margin))):
+        raise StateError(path, "cached constraints must be finite (|term scale| <= 1e150)")

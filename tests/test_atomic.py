@@ -121,3 +121,13 @@ def test_dash_writes_to_stdout_without_closing_it(monkeypatch, binary):
     assert not stream.closed
     stream.flush()
     assert raw.getvalue() == (b"bytes\n" if binary else b"text\n")
+
+
+def test_device_target_is_written_through_not_replaced(tmp_path):
+    """/dev/null (or /dev/stdout, a FIFO) as the output: written to, never renamed over (as root,
+    the rename replaced the device node with a regular file)."""
+    before = os.stat("/dev/null")
+    with atomic_output("/dev/null") as f:
+        f.write("model\n")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev

@@ -40,6 +40,9 @@ def user_errors():
     except OSError as e:   # a file that cannot be read or written: name it, no traceback
         where = e.filename if e.filename is not None else "I/O"
         raise InputError(f"{where}: {e.strerror or e}") from None
+    except MemoryError:   # e.g. a feature index far beyond what the data needs: w is dense
+        raise InputError("out of memory (weight vectors are dense: check the data's largest "
+                         "feature index with `svmtools check`); nothing was written") from None
     except KeyboardInterrupt:
         prog = click.get_current_context().find_root().info_name or "svmtrain"
         click.echo(f"{prog}: interrupted; no output was written", err=True)

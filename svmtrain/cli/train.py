@@ -1,6 +1,7 @@
 """svmtrain train: learn a model from a data file and record its certificate."""
 
 import math
+import os
 import signal
 import sys
 import time
@@ -188,12 +189,21 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         raise InputError(f"--format liblinear is for the binary task (LIBLINEAR's format has no "
                          f"place for a {task_name} model's certificate); use --format svmtrain")
     controls = read_controls(task_name, zero_based, control_options)   # control files, before the data
+    state_files = solver_options.pop("state_files", None)        # 1-slack's working set
+    saved = state_files and state_files["save_state_file"]
+    if saved and not os.path.isdir(os.path.dirname(os.path.abspath(saved))):
+        # before the model is written: a state that cannot be written would leave the model alone
+        raise InputError(f"--save-state {saved}: no such directory")
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
+    data.check_features(block, train_file, zero_based)
+    data.check_norms(block, train_file)
+    # at least one feature column, as online-dual widens to: the sequence task's transition terms
+    # live on a unit row in column 0, so featureless data still needs that column
+    block.n_features = max(block.n_features, 1)
     task = task_class(task_name).from_training_data(block, train_file, options)
     run = ControlledRun(task, controls, control_options, block, train_file, bias, C)
-    state_files = solver_options.pop("state_files", None)        # 1-slack's working set
     if state_files and state_files["warm_start_file"]:
         from svmtrain.solvers.oneslack import read_state
         from svmtrain.tasks.base import Geometry

@@ -448,6 +448,8 @@ class OnlineDual:
         for window in _rechunk(examples, grouping, self.opt.shuffle_window):
             starts = _example_starts(window, grouping)
             n = len(starts) - 1
+            if grouping == "consecutive":
+                _check_runs(window, starts, self.path)
             rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
             order = rng.permutation(n)
             while True:
@@ -495,7 +497,9 @@ class OnlineDual:
         task, opt = self.task, self.opt
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
+        data.check_norms(chunk, self.path)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
+            data.check_features(chunk, self.path, self.opt.zero_based)
             # at least one column: then every class block has a width, and a term's offset tells
             # a block (offset < blocks * width) from what follows them (see _widen)
             self._widen(max(chunk.n_features, 1))
@@ -869,6 +873,20 @@ class RowDigest:
         return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
 
 
+def _check_runs(window, starts, path):
+    """An example (a qid run) whose qid comes back after other examples in the same shuffle window
+    would be joined to its namesake once shuffled next to it: refused as the in-memory modes do."""
+    run_qids = window.qid[starts[:-1]]
+    _, first = np.unique(run_qids, return_index=True)
+    if len(first) == len(run_qids):
+        return
+    again = int(np.setdiff1d(np.arange(len(run_qids)), first)[0])
+    i = int(starts[again])
+    raise data.DataError(path, int(window.line[i]), f"qid {int(window.qid[i])} appears again after "
+                                                    "other examples: an example's lines must be "
+                                                    "consecutive")
+
+
 def _rechunk(blocks, grouping, size):
     """Blocks of whole examples re-cut into chunks of `size` examples (the last may be short), so
     that chunks, and the model, do not depend on how the reader cut the file. Only a chunk that
@@ -994,7 +1012,7 @@ def read_state(path):
             arrays = {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise StateError("no such file") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+    except Exception as e:   # OSError, a bad zip, a corrupt member (zlib.error, EOFError), ...
         raise StateError(f"not a resume state (.npz): {e}") from None
     if "mode" not in arrays or arrays["mode"].shape != () or arrays["mode"].dtype.kind != "U":
         raise StateError("not a resume state: no 'mode' key")
