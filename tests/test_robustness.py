@@ -249,7 +249,7 @@ def test_edited_nslack_state(tmp_path, key, value):
     r = CliRunner().invoke(main, ["train", "-q", "--save-state", str(state), str(data), str(tmp_path / "m0")])
     assert r.exit_code == 0, r.output
     arrays = dict(np.load(state))
-    arrays[key] = value
+    arrays[key] = np.full_like(arrays[key], 1e308) if value is None else value
     np.savez(state, **arrays)
     out = tmp_path / "out"
     out.mkdir()
@@ -322,11 +322,13 @@ def test_online_shuffle_window_split_sentence(tmp_path):
         _assert_refused(r, out, f"{data}:4:", "qid 1 appears again")
 
 
-@pytest.mark.xfail(strict=True, reason="svmtrain/solvers/oneslack.py read_state converts C with "
-                   "float() and takes len() of b without checking shapes (TypeError traceback); "
-                   "that file is being edited elsewhere: for the lead after the merge")
-@pytest.mark.parametrize("key,value", [("C", np.array([[1.0]])), ("b", np.array("x"))])
-def test_edited_oneslack_state(tmp_path, key, value):
+@pytest.mark.parametrize("key,value,reason", [
+    ("C", np.array([[1.0]]), "C is not a single number"),
+    ("b", np.array("x"), "b is not a vector of numbers"),
+    ("task", np.array(3), "task is not a single text"),
+    ("data", None, "overflow"),        # every plane value at 1e308
+])
+def test_edited_oneslack_state(tmp_path, key, value, reason):
     data = tmp_path / "d.svm"
     data.write_bytes(BINARY)
     state = tmp_path / "s.npz"
@@ -334,28 +336,15 @@ def test_edited_oneslack_state(tmp_path, key, value):
                                   str(tmp_path / "m0")])
     assert r.exit_code == 0, r.output
     arrays = dict(np.load(state))
-    arrays[key] = value
+    arrays[key] = np.full_like(arrays[key], 1e308) if value is None else value
     np.savez(state, **arrays)
     out = tmp_path / "out"
     out.mkdir()
     r = CliRunner().invoke(main, ["train", "-q", "-m", "1-slack", "--warm-start", str(state), str(data),
                                   str(out / "m")])
-    _assert_refused(r, out, str(state), "")
+    _assert_refused(r, out, str(state), reason)
 
 
-def test_budgeted_huge_index_is_refused(tmp_path):
-    """Budgeted: refused (exit 2) through the out-of-memory guard, without the line yet."""
-    data = tmp_path / "d.svm"
-    data.write_bytes(_with_line(BINARY, 4, b"-1 3:1 %d:1" % 2**62))
-    out = tmp_path / "out"
-    out.mkdir()
-    r = CliRunner().invoke(main, ["train", "-q", "-m", "budgeted", str(data), str(out / "m")])
-    assert r.exit_code == 2 and os.listdir(out) == [], r.output
-
-
-@pytest.mark.xfail(strict=True, reason="svmtrain/cli/budgeted.py loads the data itself and does "
-                   "not call data.check_features / data.check_norms (being edited elsewhere: for "
-                   "the lead after the merge)")
 def test_budgeted_huge_index_names_the_line(tmp_path):
     data = tmp_path / "d.svm"
     data.write_bytes(_with_line(BINARY, 4, b"-1 3:1 %d:1" % 2**62))
@@ -363,3 +352,16 @@ def test_budgeted_huge_index_names_the_line(tmp_path):
     out.mkdir()
     r = CliRunner().invoke(main, ["train", "-q", "-m", "budgeted", str(data), str(out / "m")])
     _assert_refused(r, out, f"{data}:4:", "above the largest")
+
+
+def test_budgeted_overflowing_row_and_endless_epochs_are_refused(tmp_path):
+    data = tmp_path / "d.svm"
+    data.write_bytes(_with_line(BINARY, 3, b"+1 1:1e200"))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["train", "-q", "-m", "budgeted", str(data), str(out / "m")])
+    _assert_refused(r, out, f"{data}:3:", "squared norm overflows")
+    data.write_bytes(BINARY)
+    r = CliRunner().invoke(main, ["train", "-q", "-m", "budgeted", "--epochs", "9" * 20, str(data),
+                                  str(out / "m")])
+    assert r.exit_code == 2 and "--epochs" in r.output and os.listdir(out) == [], r.output

@@ -37,7 +37,7 @@ def budgeted_options(f):
         click.option("--budget", type=click.IntRange(1, 10**7), default=None,
                      help="Budgeted: the most support vectors the model keeps (per class with "
                           "multiclass); beyond it two are merged  [default: 500]"),
-        click.option("--epochs", type=click.IntRange(1), default=None,
+        click.option("--epochs", type=click.IntRange(1, 10**6), default=None,
                      help="Budgeted: passes over the data (each a new random order from --seed); "
                           "the mode has no stopping rule (--max-epochs is for the other modes)  "
                           "[default: 5]"),
@@ -126,10 +126,13 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
+    data.check_features(block, train_file, zero_based)
+    data.check_norms(block, train_file)       # an infinite |x|^2 makes every kernel value nan
     task = task_class(task_name).from_training_data(block, train_file, options)
     held_out = None
     if validation is not None:
         held_out = data.load(validation, zero_based=zero_based)
+        data.check_norms(held_out, validation)
         solver.targets(task, held_out, validation)   # its labels must be the model's
     if block.n_features == 0 and gamma is None:
         raise InputError(f"{train_file}: no features: give -g/--gamma")

@@ -152,7 +152,7 @@ def train_oneslack_on_dask(s, train_file, model_file, task_name, C, epsilon, bia
     def start_state(task, n_w):
         path = state_files["warm_start_file"]
         try:
-            return read_state(path, task_name, n_w) if path else None
+            return read_state(path, task_name, n_w, C) if path else None
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: {e}") from None
 

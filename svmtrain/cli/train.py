@@ -209,7 +209,7 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
         from svmtrain.tasks.base import Geometry
         n_w = run.task.n_weights(Geometry(block.n_features, run.solver_bias))
         try:
-            solver_options["start"] = read_state(state_files["warm_start_file"], task_name, n_w)
+            solver_options["start"] = read_state(state_files["warm_start_file"], task_name, n_w, C)
         except (OSError, ValueError) as e:
             raise InputError(f"{state_files['warm_start_file']}: {e}") from None
 

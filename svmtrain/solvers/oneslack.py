@@ -862,14 +862,25 @@ def save_state(path, result, *, task, C):
         np.savez_compressed(f, **arrays)
 
 
-def read_state(path, task, n_w):
-    """The working set of a 1-slack state file, checked against this run (ValueError: why not)."""
+def read_state(path, task, n_w, C):
+    """The working set of a 1-slack state file, checked against this run at cost C (ValueError:
+    why not)."""
     with np.load(path, allow_pickle=False) as z:
         a = {k: z[k] for k in z.files}
     need = ("format_version", "mode", "task", "C", "n_w", "indptr", "indices", "data", "b", "beta")
     missing = [k for k in need if k not in a]
     if missing:
         raise ValueError(f"not a 1-slack state: missing {', '.join(missing)}")
+    # the kinds first, so that a hand-edited file is refused by name, not by a conversion's error
+    for key, kinds in (("format_version", "iu"), ("n_w", "iu"), ("C", "fiu"), ("mode", "U"),
+                       ("task", "U")):
+        if a[key].ndim != 0 or a[key].dtype.kind not in kinds:
+            raise ValueError(f"damaged 1-slack state: {key} is not a single "
+                             f"{'text' if kinds == 'U' else 'number'}")
+    for key, kinds in (("indptr", "iu"), ("indices", "iu"), ("data", "fiu"), ("b", "fiu"),
+                       ("beta", "fiu")):
+        if a[key].ndim != 1 or a[key].dtype.kind not in kinds:
+            raise ValueError(f"damaged 1-slack state: {key} is not a vector of numbers")
     if int(a["format_version"]) != STATE_VERSION:
         raise ValueError(f"unsupported 1-slack state version {a['format_version']}")
     if str(a["task"]) != task:
@@ -887,6 +898,16 @@ def read_state(path, task, n_w):
     if not (C > 0 and np.isfinite(C) and np.all(np.isfinite(data)) and np.all(np.isfinite(b))
             and np.all(np.isfinite(beta)) and np.all(beta >= 0) and beta.sum() <= 1 + 1e-9):
         raise ValueError("damaged 1-slack state: C, planes or duals out of range")
+    # restored at C / C_state, the planes' Gram entries (|a_k . a_l| <= |a_k| |a_l|) and the QP's
+    # values must stay finite
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = C / float(a["C"])
+        norms = scale * np.sqrt(np.add.reduceat(np.asarray(data, float) ** 2, indptr[:-1])
+                                if len(indices) else np.zeros(0))
+        if len(indices) and np.any(indptr[1:] == indptr[:-1]):
+            norms[indptr[1:] == indptr[:-1]] = 0.0     # reduceat reads an empty plane's neighbour
+        if not (np.isfinite(scale) and np.all(norms < 1e150) and np.all(np.abs(scale * b) < 1e300)):
+            raise ValueError(f"damaged 1-slack state: its planes at C = {C:g} overflow")
     cols = [indices[indptr[k]:indptr[k + 1]] for k in range(m)]
     vals = [data[indptr[k]:indptr[k + 1]] for k in range(m)]
     return {"cols": cols, "vals": vals, "b": b, "beta": beta, "C": C}
