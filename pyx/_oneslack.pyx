@@ -486,14 +486,9 @@ cdef class ScreenedOracle:
         if w.shape[0] != self.n_w or scratch.shape[0] != self.n_w or mark.shape[0] != self.n_w \
                 or touched.shape[0] < self.n_w:
             raise ValueError("w, scratch, mark and touched must cover w")
-        empty = np.zeros(0)
-        moved, top = (empty, empty) if feature_move is None else feature_move
-        cdef const double[::1] absdiff = np.ascontiguousarray(moved, dtype=np.float64)
-        cdef const double[::1] largest = np.ascontiguousarray(top, dtype=np.float64)
-        if feature_move is not None and (self.K == 0 or absdiff.shape[0] != self.n_w
-                                         or largest.shape[0] != self.n_cols + self.use_bias):
-            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
-                             "(multiclass)")
+        moved, top = self._feature_move(feature_move)
+        cdef const double[::1] absdiff = moved
+        cdef const double[::1] largest = top
         cdef int64_t count = 0, scored, col
         cdef double loss = 0.0, b = 0.0, dot = 0.0, v
         if refresh:
@@ -518,6 +513,16 @@ cdef class ScreenedOracle:
             b += self.agg_b
         return count, loss, b, scored
 
+    def _feature_move(self, feature_move):
+        """feature_move's two arrays (|w - r|, A), checked against this shard; empty for None."""
+        if feature_move is None:
+            return np.zeros(0), np.zeros(0)
+        moved, top = (np.ascontiguousarray(a, dtype=np.float64) for a in feature_move)
+        if self.K == 0 or moved.shape[0] != self.n_w or top.shape[0] != self.n_cols + self.use_bias:
+            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
+                             "(multiclass)")
+        return moved, top
+
     def probe(self, double rho, feature_move, int64_t stride):
         """How many of the rows 0, stride, 2 stride, ... the next `plane` at this rho and
         feature_move would score (the rows it cannot screen), and how many were probed: an
@@ -525,14 +530,9 @@ cdef class ScreenedOracle:
         reference (ref None)."""
         if stride < 1:
             raise ValueError("stride must be at least 1")
-        empty = np.zeros(0)
-        moved, top = (empty, empty) if feature_move is None else feature_move
-        cdef const double[::1] absdiff = np.ascontiguousarray(moved, dtype=np.float64)
-        cdef const double[::1] largest = np.ascontiguousarray(top, dtype=np.float64)
-        if feature_move is not None and (self.K == 0 or absdiff.shape[0] != self.n_w
-                                         or largest.shape[0] != self.n_cols + self.use_bias):
-            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
-                             "(multiclass)")
+        moved, top = self._feature_move(feature_move)
+        cdef const double[::1] absdiff = moved
+        cdef const double[::1] largest = top
         cdef int64_t i, probed = 0, scored = 0
         if self.ref is None:
             probed = (self.n + stride - 1) // stride
