@@ -29,7 +29,7 @@ import numpy as np
 from svmtrain import _reader
 
 __all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features",
-           "check_norms"]
+           "check_norms", "take_rows"]
 
 # The most feature columns a model can have: the engine keeps int32 column numbers, one of them
 # for the bias feature (LIBLINEAR's indices are C ints too). The reader takes any 64-bit index, so
@@ -108,6 +108,17 @@ def concat_blocks(blocks) -> "Block":
                  cat([b.target for b in blocks]), cat([b.qid for b in blocks]),
                  cat([b.cost for b in blocks]), cat([b.line for b in blocks]),
                  max(b.n_features for b in blocks), sum(b.nbytes for b in blocks))
+
+
+def take_rows(block, rows):
+    """The CSR arrays (indptr, indices, data) of the given rows of a block (or of anything with
+    indptr, indices and data), in that order."""
+    starts, ends = block.indptr[rows], block.indptr[np.asarray(rows) + 1]
+    lengths = ends - starts
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    picks = (np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])).astype(np.int64)
+    return indptr, block.indices[picks], block.data[picks]
 
 
 def check_features(block: "Block", path: str, zero_based: bool = False) -> None:

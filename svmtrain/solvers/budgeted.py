@@ -50,6 +50,7 @@ import numpy as np
 from svmtrain._budget import (Expansion, bsca_epoch, bsgd_epoch, ensure_merge_table, kernel_quadratic,
                              row_sqnorms)
 from svmtrain._linear import hinge_sum
+from svmtrain.data import take_rows
 from svmtrain.engine import relative_gap
 
 OPTIMIZERS = ("bsca", "bsgd")   # the CLI says --optimizer bsca|sgd
@@ -149,16 +150,6 @@ class _Rows:
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
-
-
-def take_rows(block, rows):
-    """The CSR arrays (indptr, indices, data) of the given rows of a block, in that order."""
-    starts, ends = block.indptr[rows], block.indptr[np.asarray(rows) + 1]
-    lengths = ends - starts
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    picks = (np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])).astype(np.int64)
-    return indptr, block.indices[picks], block.data[picks]
 
 
 def dual_of_rows(csr, n_cols, Y, alpha, regression, p, gamma):

@@ -96,7 +96,7 @@ from svmtrain import interrupt, objective
 from svmtrain._linear import term_dots
 from svmtrain._oneslack import (ScreenedOracle, accumulate_plane, gram_row, hinge_plane, plane_qp,
                                 scatter_planes)
-from svmtrain.data import Block
+from svmtrain.data import Block, take_rows
 from svmtrain.engine import EpochRecord, relative_gap
 from svmtrain.solvers.nslack import TrainResult
 from svmtrain.tasks.base import Constraints, Geometry
@@ -588,20 +588,18 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
             if plane is None:
                 screen_args = None
                 if screening:
-                    if new_ref:
-                        ref_number += 1
-                        w_ref = query.copy()
-                        screen_args = (ref_number, -1.0, None, None)
-                    else:
+                    if not new_ref:
                         rho, move = _screen_bounds(task, query - w_ref)
                         screen_args = (ref_number, rho, *(move or (None, None)))
                         # a pass that would score nearly every example costs what a reference
                         # pass costs: make it one (a probe of every PROBE_STRIDE-th example)
-                        probes = run(_probe, (ref_number, *screen_args[1:]))
-                        if sum(p[0] for p in probes) >= PROBE_REFRESH * sum(p[1] for p in probes):
-                            ref_number += 1
-                            w_ref = query.copy()
-                            screen_args = (ref_number, -1.0, None, None)
+                        probes = run(_probe, screen_args)
+                        new_ref = (sum(p[0] for p in probes)
+                                   >= PROBE_REFRESH * sum(p[1] for p in probes))
+                    if new_ref:
+                        ref_number += 1
+                        w_ref = query.copy()
+                        screen_args = (ref_number, -1.0, None, None)
                 # (the arrays as arguments of their own: a Dask executor scatters large ones once)
                 parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size,
                                            *(screen_args or ())))
@@ -699,13 +697,8 @@ def _every_kth(block, k):
     """Rows 0, k, 2k, ... of a block as a block of their own, each row's cost times k (so that
     sum_i C_i, the scale of the loss, stays that of the whole block)."""
     rows = np.arange(0, block.n_rows, k)
-    starts, lengths = block.indptr[rows], np.diff(block.indptr)[rows]
-    indptr = np.zeros(len(rows) + 1, np.int64)
-    indptr[1:] = np.cumsum(lengths)
-    # the stored positions of the chosen rows, run by run
-    take = np.repeat(starts - indptr[:-1], lengths) + np.arange(int(indptr[-1]))
-    return Block(indptr, block.indices[take], block.data[take], block.target[rows],
-                 block.qid[rows], block.cost[rows] * k, block.line[rows], block.n_features, 0)
+    return Block(*take_rows(block, rows), block.target[rows], block.qid[rows],
+                 block.cost[rows] * k, block.line[rows], block.n_features, 0)
 
 
 def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epochs, start, in_out,
