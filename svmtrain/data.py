@@ -29,7 +29,7 @@ import numpy as np
 from svmtrain import _reader
 
 __all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features",
-           "check_norms", "take_rows"]
+           "check_norms", "check_training_rows", "take_rows", "repeated_run"]
 
 # The most feature columns a model can have: the engine keeps int32 column numbers, one of them
 # for the bias feature (LIBLINEAR's indices are C ints too). The reader takes any 64-bit index, so
@@ -121,6 +121,16 @@ def take_rows(block, rows):
     return indptr, block.indices[picks], block.data[picks]
 
 
+def repeated_run(qid, starts):
+    """The first row whose qid run (runs starting at `starts`) repeats an earlier run's qid, or None:
+    an example whose lines are not consecutive."""
+    run_qids = qid[starts]
+    unique, first = np.unique(run_qids, return_index=True)
+    if len(unique) == len(run_qids):
+        return None
+    return int(starts[np.setdiff1d(np.arange(len(run_qids)), first)[0]])
+
+
 def check_features(block: "Block", path: str, zero_based: bool = False) -> None:
     """Raise DataError at the first row whose feature index no model can have (MAX_FEATURES)."""
     if block.n_features <= MAX_FEATURES:
@@ -145,6 +155,13 @@ def check_norms(block: "Block", path: str) -> None:
     row = int(bad[0])
     raise DataError(path, int(block.line[row]), "the row's squared norm overflows (values of "
                     "1e154 or more): scale the features")
+
+
+def check_training_rows(block: "Block", path: str, zero_based: bool = False) -> None:
+    """What the trainers need of their rows beyond the reader's syntax: feature indices a model
+    can have (check_features) and finite squared norms (check_norms)."""
+    check_features(block, path, zero_based)
+    check_norms(block, path)
 
 
 def whole_examples(blocks, grouping):

@@ -353,8 +353,7 @@ class _Partition:
 def _load(path, zero_based, span):
     offset, length = span if span is not None else (0, None)
     block = data.load(path, zero_based=zero_based, offset=offset, length=length)
-    data.check_features(block, path, zero_based)    # as the local trainers check their data
-    data.check_norms(block, path)
+    data.check_training_rows(block, path, zero_based)    # as the local trainers check theirs
     _register_sizes()
     return block
 

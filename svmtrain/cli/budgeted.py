@@ -126,8 +126,7 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
-    data.check_features(block, train_file, zero_based)
-    data.check_norms(block, train_file)       # an infinite |x|^2 makes every kernel value nan
+    data.check_training_rows(block, train_file, zero_based)   # |x|^2 = inf: every kernel nan
     task = task_class(task_name).from_training_data(block, train_file, options)
     held_out = None
     if validation is not None:

@@ -197,8 +197,7 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     started = time.perf_counter()
     with byte_progress(train_file, quiet, "reading") as progress:
         block = data.load(train_file, zero_based=zero_based, progress=progress)
-    data.check_features(block, train_file, zero_based)
-    data.check_norms(block, train_file)
+    data.check_training_rows(block, train_file, zero_based)
     # at least one feature column, as online-dual widens to: the sequence task's transition terms
     # live on a unit row in column 0, so featureless data still needs that column
     block.n_features = max(block.n_features, 1)

@@ -497,9 +497,8 @@ class OnlineDual:
         task, opt = self.task, self.opt
         if self.stream_grouping == "queries":
             self._check_queries(chunk)
-        data.check_norms(chunk, self.path)
+        data.check_training_rows(chunk, self.path, self.opt.zero_based)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
-            data.check_features(chunk, self.path, self.opt.zero_based)
             # at least one column: then every class block has a width, and a term's offset tells
             # a block (offset < blocks * width) from what follows them (see _widen)
             self._widen(max(chunk.n_features, 1))
@@ -876,12 +875,9 @@ class RowDigest:
 def _check_runs(window, starts, path):
     """An example (a qid run) whose qid comes back after other examples in the same shuffle window
     would be joined to its namesake once shuffled next to it: refused as the in-memory modes do."""
-    run_qids = window.qid[starts[:-1]]
-    _, first = np.unique(run_qids, return_index=True)
-    if len(first) == len(run_qids):
+    i = data.repeated_run(window.qid, starts[:-1])
+    if i is None:
         return
-    again = int(np.setdiff1d(np.arange(len(run_qids)), first)[0])
-    i = int(starts[again])
     raise data.DataError(path, int(window.line[i]), f"qid {int(window.qid[i])} appears again after "
                                                     "other examples: an example's lines must be "
                                                     "consecutive")

@@ -23,7 +23,7 @@ import zlib
 import numpy as np
 
 from svmtrain._oracles import block_scores, viterbi, viterbi_loss_augmented
-from svmtrain.data import DataError
+from svmtrain.data import DataError, repeated_run
 from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, group_costs
 from svmtrain.tasks.multiclass import AccuracyMetric
 
@@ -43,11 +43,8 @@ def sentences(block, path):
         raise DataError(path, int(block.line[i]), "the sequence task needs qid:N on every line "
                                                   "(N names the sentence)")
     starts = np.concatenate(([0], np.flatnonzero(qid[1:] != qid[:-1]) + 1))
-    run_qids = qid[starts]
-    if len(np.unique(run_qids)) != len(run_qids):
-        _, first = np.unique(run_qids, return_index=True)
-        again = np.setdiff1d(np.arange(len(run_qids)), first)[0]
-        i = int(starts[again])
+    i = repeated_run(qid, starts)
+    if i is not None:
         raise DataError(path, int(block.line[i]), f"qid {int(qid[i])} appears again after other "
                                                   "sentences: a sentence's lines must be consecutive")
     return np.concatenate((starts, [block.n_rows])).astype(np.int64)
