@@ -22,8 +22,9 @@ is the stopping rule (the b' beta and |w|^2 terms cancel).
 
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.math cimport fabs, INFINITY
+from libc.string cimport memcmp, memcpy
 
 cnp.import_array()
 
@@ -706,3 +707,178 @@ cdef class ScreenedOracle:
                 self._add_row(self.part, i, best_j, self.C[i] * -1.0)
                 b[0] += self.C[i]
         return scored
+
+
+# -- identical examples and the final pricing ----------------------------------------------------
+#
+# Rows with the same label and the same (indices, values) are one term of the loss with the summed
+# cost: 1-slack trains on one row per class of identical rows (svmtrain.duplicates). The classes
+# come from one hash pass and a hash table with exact comparison (a collision costs a comparison,
+# never a wrong merge); the final pricing then scores the distinct rows only.
+
+
+cdef inline uint64_t _mix(uint64_t z) noexcept nogil:
+    """splitmix64's finaliser: every input bit moves about half the output bits."""
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline uint64_t _bits(double x) noexcept nogil:
+    cdef uint64_t u
+    memcpy(&u, &x, 8)
+    return u
+
+
+def distinct_rows(indptr, indices, data, target):
+    """Classes of identical rows: rows i and k are identical when their targets, their column lists
+    and their values agree bit for bit (so every score, loss and plane term of the two is the same).
+    Returns (first, inverse): first[c] = the first row of class c, ascending (classes are numbered
+    in order of first occurrence); inverse[i] = the class of row i."""
+    ip = np.ascontiguousarray(indptr, dtype=np.int64)
+    ind = np.ascontiguousarray(indices, dtype=np.int64)
+    dat = np.ascontiguousarray(data, dtype=np.float64)
+    tgt = np.ascontiguousarray(target, dtype=np.float64)
+    cdef int64_t n = ip.shape[0] - 1
+    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
+            or ind.shape[0] != dat.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    if tgt.shape[0] != n:
+        raise ValueError("target must have one entry per row")
+    cdef int64_t size = 1
+    while size < 2 * n:
+        size *= 2
+    cdef const int64_t[::1] P = ip
+    cdef const int64_t[::1] I = ind
+    cdef const double[::1] X = dat
+    cdef const double[::1] T = tgt
+    table_a = np.full(size, -1, np.int64)
+    first_a = np.empty(n, np.int64)
+    inverse_a = np.empty(n, np.int64)
+    hashes_a = np.empty(n, np.uint64)
+    cdef int64_t[::1] table = table_a, first = first_a, inverse = inverse_a
+    cdef uint64_t[::1] hashes = hashes_a
+    cdef const int64_t* ip0 = &I[0] if I.shape[0] else NULL
+    cdef const double* xp0 = &X[0] if X.shape[0] else NULL
+    cdef int64_t i, p, c, k, slot, length, classes = 0
+    cdef uint64_t h, mask = <uint64_t>(size - 1)
+    with nogil:
+        for i in range(n):
+            length = P[i + 1] - P[i]
+            h = _mix(_bits(T[i]) ^ _mix(<uint64_t>length))
+            for p in range(P[i], P[i + 1]):
+                h = _mix(h ^ <uint64_t>I[p])
+                h = _mix(h ^ _bits(X[p]))
+            slot = <int64_t>(h & mask)
+            while True:
+                c = table[slot]
+                if c < 0:
+                    # a new class, first seen at row i
+                    table[slot] = classes
+                    first[classes] = i
+                    hashes[classes] = h
+                    inverse[i] = classes
+                    classes += 1
+                    break
+                k = first[c]
+                if (hashes[c] == h and P[k + 1] - P[k] == length and _bits(T[k]) == _bits(T[i])
+                        and (length == 0
+                             or (memcmp(ip0 + P[k], ip0 + P[i], length * sizeof(int64_t)) == 0
+                                 and memcmp(xp0 + P[k], xp0 + P[i], length * sizeof(double)) == 0))):
+                    inverse[i] = c
+                    break
+                slot = <int64_t>((<uint64_t>slot + 1) & mask)
+    return first_a[:classes].copy(), inverse_a
+
+
+def row_violations(indptr, indices, data, int64_t n_cols, labels, int64_t K, w, double bias,
+                   bint use_bias):
+    """H_i, every row's worst violation at w (the loss of P(w) is sum_i C_i max(0, H_i)): binary
+    (K = 0, labels y_i = +1 or -1) H_i = 1 - y_i w.x_i; multiclass (K classes, labels 0..K-1, the
+    zero-one loss, w feature-major) H_i = max(0, max_{j != y_i} 1 - (w_{y_i}.x_i - w_j.x_i)).
+    Every sum is taken in the order of the tasks' own `violations` (csr_scores; block_scores and
+    multiclass_worst), so the values are theirs bit for bit (the primal verify-bound recomputes),
+    without their n x K score matrix. Columns at or past n_cols are ignored, as there."""
+    ip = np.ascontiguousarray(indptr, dtype=np.int64)
+    ind = np.ascontiguousarray(indices, dtype=np.int64)
+    dat = np.ascontiguousarray(data, dtype=np.float64)
+    wv = np.ascontiguousarray(w, dtype=np.float64)
+    cdef int64_t n = ip.shape[0] - 1
+    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
+            or ind.shape[0] != dat.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    if ip[n] and ind[:ip[n]].min() < 0:
+        raise ValueError("a negative column index")
+    if K < 0 or n_cols < 0 or wv.shape[0] < max(K, 1) * (n_cols + (1 if use_bias else 0)):
+        raise ValueError("the columns reach beyond w")
+    if K == 0:
+        y_f = np.ascontiguousarray(labels, dtype=np.float64)
+        y_i = np.zeros(0, np.int64)
+        if y_f.shape[0] != n or not np.all(np.abs(y_f) == 1):
+            raise ValueError("binary labels must be +1 or -1, one per row")
+    else:
+        y_i = np.ascontiguousarray(labels, dtype=np.int64)
+        y_f = np.zeros(0)
+        if y_i.shape[0] != n or (n and (y_i.min() < 0 or y_i.max() >= K)):
+            raise ValueError("class labels must be in 0..K-1, one per row")
+    out = np.empty(n, np.float64)
+    scores = np.zeros(max(K, 1))
+    cdef const int64_t[::1] P = ip
+    cdef const int64_t[::1] I = ind
+    cdef const double[::1] X = dat
+    cdef const double[::1] W = wv
+    cdef const double[::1] sign = y_f
+    cdef const int64_t[::1] cls = y_i
+    cdef double[::1] H = out
+    cdef double[::1] S = scores
+    cdef double* Sp = &S[0]
+    cdef const double* Wp = &W[0] if W.shape[0] else NULL
+    cdef const double* rows[4]
+    cdef const double* wp
+    cdef double vals[4]
+    cdef int64_t i, p, col, k, j, yi, held
+    cdef double s, v, best, sy
+    with nogil:
+        for i in range(n):
+            if K == 0:
+                s = 0.0
+                for p in range(P[i], P[i + 1]):
+                    col = I[p]
+                    if col < n_cols:
+                        s += W[col] * X[p]
+                if use_bias:
+                    s += W[n_cols] * bias
+                H[i] = 1.0 - sign[i] * s
+                continue
+            for k in range(K):
+                Sp[k] = 0.0
+            # four nonzeros per sweep over S: (((S + a) + b) + c) + d rounds as one at a time does
+            held = 0
+            for p in range(P[i], P[i + 1]):
+                col = I[p]
+                if col < n_cols:
+                    rows[held] = Wp + col * K
+                    vals[held] = X[p]
+                    held += 1
+                    if held == 4:
+                        for k in range(K):
+                            Sp[k] = (Sp[k] + rows[0][k] * vals[0] + rows[1][k] * vals[1]
+                                     + rows[2][k] * vals[2] + rows[3][k] * vals[3])
+                        held = 0
+            for p in range(held):
+                wp = rows[p]
+                v = vals[p]
+                for k in range(K):
+                    Sp[k] += wp[k] * v
+            if use_bias:
+                for k in range(K):
+                    Sp[k] += Wp[n_cols * K + k] * bias
+            yi = cls[i]
+            sy = Sp[yi]
+            best = -INFINITY
+            for j in range(K):
+                v = 0.0 if j == yi else 1.0 - (sy - Sp[j])
+                if v > best:
+                    best = v
+            H[i] = best
+    return out

@@ -351,12 +351,16 @@ def test_verify_bound_certifies_a_one_slack_model(shared, tmp_path):
     lines = trace.read_text().splitlines()
     assert lines[0].split()[1:] == ["iteration", "seconds", "dual", "primal", "gap", "relative_gap",
                                     "exact", "working_set", "oracle_passes", "cache_hits",
-                                    "scored"]
-    # the counts are the summary's (the last line: all passes so far), scored at most n a pass
+                                    "scored", "examples"]
+    # the counts are the summary's (the last line: all passes so far), scored at most n a pass,
+    # n the distinct examples (a9a repeats rows: the summary names how many were trained on)
     passes = int(r.stderr.split(" oracle passes")[0].rsplit("(", 1)[1])
+    distinct = int(r.stderr.split(" distinct examples trained on")[0].rsplit(" ", 1)[1])
+    assert 1000 < distinct < 2000
     rows = [ln.split() for ln in lines[1:]]
     assert int(rows[-1][8]) == passes and int(rows[-1][9]) == 0
-    assert int(rows[0][10]) == 2000 and all(0 <= int(c[10]) <= 2000 for c in rows)
+    assert all(int(c[11]) == distinct for c in rows)
+    assert int(rows[0][10]) == distinct and all(0 <= int(c[10]) <= distinct for c in rows)
     m = read_model(model)
     r = run("verify-bound", model, path)
     assert r.exit_code == 0, r.output

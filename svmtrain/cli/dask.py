@@ -148,6 +148,7 @@ def train_oneslack_on_dask(s, train_file, model_file, task_name, C, epsilon, bia
         raise InputError("--format liblinear is for one-based binary models; use --format svmtrain")
     state_files = solver_options.pop("state_files")
     solver_options.pop("threads")
+    solver_options.pop("merge_duplicates")      # the workers keep their rows as read
 
     def start_state(task, n_w):
         path = state_files["warm_start_file"]

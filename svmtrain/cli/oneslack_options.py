@@ -3,14 +3,14 @@
 import click
 
 ONESLACK_DEFAULTS = {"cache_size": 0, "qp_every": 1, "inactive": 50, "threads": 1, "in_out": 0.1,
-                     "sample_start": 10}
+                     "sample_start": 10, "merge_duplicates": True}
 _FLAGS = {"cache_size": "-f", "qp_every": "--qp-every", "inactive": "--drop-inactive",
           "threads": "--threads", "in_out": "--in-out",
-          "sample_start": "--sample-start"}
+          "sample_start": "--sample-start", "merge_duplicates": "--merge-duplicates"}
 ONESLACK_OPTIONS = tuple(_FLAGS)     # the parameters oneslack_options adds to train
 
 TRACE_HEADERS = {"1-slack": "# iteration seconds dual primal gap relative_gap exact working_set "
-                            "oracle_passes cache_hits scored"}
+                            "oracle_passes cache_hits scored examples"}
 
 
 def oneslack_options(f):
@@ -41,6 +41,11 @@ def oneslack_options(f):
                           "w; only the point is reused, the planes and the certificate are the "
                           "whole data's; when the sample has at least 2,000 examples; 0: off  "
                           "[default: 10]"),
+        click.option("--merge-duplicates/--no-merge-duplicates", "merge_duplicates", default=None,
+                     help="1-slack, binary and multiclass: train on the distinct examples, rows "
+                          "with the same label and features merged into one with their costs "
+                          "summed (the same problem: the same optimum and certificate, priced "
+                          "over every row)  [default: merge]"),
     ]):
         f = decorator(f)
     return f

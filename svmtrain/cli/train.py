@@ -150,7 +150,8 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     options = {"p": 0.1 if p is None else p, "loss": loss, "rescaling": rescaling or "margin"}
     check_dask_options(**dask, mode=mode, task=task,
                        refuse=[control_flag(k) for k, v in controls.items() if v]   # not on Dask yet
-                       + (["--threads"] if oneslack["threads"] is not None else []))
+                       + (["--threads"] if oneslack["threads"] is not None else [])
+                       + (["--merge-duplicates"] if oneslack["merge_duplicates"] else []))
     if dask["workers"] or dask["scheduler"]:
         with user_errors(), dask_session(**dask) as s:
             if mode == "1-slack":

@@ -95,8 +95,9 @@ import numpy as np
 from svmtrain import interrupt, objective
 from svmtrain._linear import term_dots
 from svmtrain._oneslack import (ScreenedOracle, accumulate_plane, gram_row, hinge_plane, plane_qp,
-                                scatter_planes)
+                                row_violations, scatter_planes)
 from svmtrain.data import Block, take_rows
+from svmtrain.duplicates import merge_identical
 from svmtrain.engine import EpochRecord, relative_gap
 from svmtrain.solvers.nslack import TrainResult
 from svmtrain.tasks.base import Constraints, Geometry
@@ -148,9 +149,10 @@ class PlaneRecord(EpochRecord):
     oracle_passes: int = 0
     cache_hits: int = 0
     scored: int = 0          # the examples the oracle scored (not screened out) this iteration
+    examples: int = 0        # the examples a pass is over (identical ones merged: the distinct)
 
     def trace_columns(self):
-        return f"{self.oracle_passes} {self.cache_hits} {self.scored}"
+        return f"{self.oracle_passes} {self.cache_hits} {self.scored} {self.examples}"
 
 
 @dataclass
@@ -160,13 +162,17 @@ class OneSlackResult(TrainResult):
     examples_scored: int = 0    # over all oracle passes (screening leaves the rest out)
     planes: object = None       # the working set (cols, vals, b, beta), which a 1-slack state keeps
     sample_iterations: int = 0  # iterations of the sample start (--sample-start), not in `rounds`
+    distinct_examples: int = 0  # the examples trained on, identical ones merged (merge_duplicates)
 
     def schedule(self):
         sample = (f"{self.sample_iterations} iterations on the sample first, "
                   if self.sample_iterations else "")
+        trained = self.distinct_examples or self.examples
+        merged = (f"{trained} distinct examples trained on (identical ones merged), "
+                  if trained != self.examples else "")
         return (f"{self.rounds} iterations ({self.oracle_passes} oracle passes = "
-                f"{self.oracle_passes * self.examples} oracle calls, {self.cache_hits} cache hits), "
-                f"{self.constraints} planes in the working set, {sample}")
+                f"{self.oracle_passes * trained} oracle calls, {self.cache_hits} cache hits), "
+                f"{self.constraints} planes in the working set, {sample}{merged}")
 
 
 class _Shard:
@@ -445,10 +451,13 @@ class LocalShards:
     An executor holds the per-example state (rows, Problem, offender caches) and offers
     `run(fn, args)`: fn(shard, scratch, *args) over every shard, the results in shard order;
     `price(w)`: P(w) as verify-bound computes it; `close()`; `len()`, the number of parts; `pool` and
-    `n_threads` (None and 1 when the work is elsewhere). svmtrain.distributed has the Dask one."""
+    `n_threads` (None and 1 when the work is elsewhere). svmtrain.distributed has the Dask one.
+    `merged` (svmtrain.duplicates.MergedRows): `block` is its distinct rows, and `price` sums the
+    loss over the original rows."""
 
-    def __init__(self, task, block, path, C, geometry, threads=1):
+    def __init__(self, task, block, path, C, geometry, threads=1, merged=None):
         self.task, self.block, self.path, self.C, self.geometry = task, block, path, C, geometry
+        self.merged = merged
         whole = task.problem(block, path, C, geometry)
         self.n_w = whole.n_w
         self.nonneg = getattr(whole, "nonneg", None)
@@ -482,7 +491,24 @@ class LocalShards:
         return list(self.pool.map(with_scratch, self.shards))
 
     def price(self, w):
-        return objective.primal(self.task, w, self.geometry, self.C, [self.block], self.path)
+        """P(w) with verify-bound's sum (objective.PrimalAccumulator: C_i max(0, H_i) in file order),
+        bit for bit: H_i from one Cython pass over the trained rows (binary, multiclass; the
+        tasks' own `violations` otherwise), each original row taking its distinct row's."""
+        if self.merged is None and not _screens(self.task):
+            return objective.primal(self.task, w, self.geometry, self.C, [self.block], self.path)
+        if _screens(self.task):
+            w = np.ascontiguousarray(w, dtype=np.float64)
+            H = np.concatenate(self.run(_violations, (self.task, w)))
+        else:
+            H = self.task.violations(w, self.block, self.path, self.geometry)
+        acc = objective.PrimalAccumulator(self.task, w, self.geometry, self.C, self.path)
+        if self.merged is None:
+            acc.add_losses(self.task.costs(self.block, self.C) * H, len(H))
+        else:
+            original = self.merged.original
+            acc.add_losses(self.merged.losses(H, self.task.costs(original, self.C)),
+                           original.n_rows)
+        return acc.value()
 
     def close(self):
         if self.pool is not None:
@@ -492,21 +518,28 @@ class LocalShards:
 def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
                    on_epoch=None, cache_size=DEFAULT_CACHE, qp_every=1,
                    inactive=DEFAULT_INACTIVE, threads=1, start=None, in_out=DEFAULT_IN_OUT,
-                   shards=None, screen=True, sample_start=DEFAULT_SAMPLE_START):
+                   shards=None, screen=True, sample_start=DEFAULT_SAMPLE_START,
+                   merge_duplicates=True):
     """At most `max_epochs` iterations (each adds at most one plane). `seed` and `shrinking` do not
     apply (the QP's steps are deterministic, over a handful of planes). `start`: a working set
     (read_state) to begin from. `shards`: the executor of the per-example work (LocalShards over
     `block` when None; svmtrain.distributed.DaskShards keeps it on a cluster, block None).
     `screen`: oracle screening for binary and multiclass (the same planes up to rounding).
     `sample_start` = k > 1: the first query point is the w of this problem on every k-th example
-    (costs k C_i, to a gap of SAMPLE_EPSILON; _sample_start), where the task and data allow it."""
+    (costs k C_i, to a gap of SAMPLE_EPSILON; _sample_start), where the task and data allow it.
+    `merge_duplicates`: binary and multiclass train on their distinct rows, identical ones merged
+    with their costs summed (svmtrain.duplicates: the same problem); the sample start is then
+    every k-th distinct row."""
     started = time.perf_counter()
-    sample = None
+    sample = merged = None
     if shards is None:
         geometry = Geometry(block.n_features, bias)
         sample = _sample_start(task, block, path, C, geometry, threads, sample_start, epsilon,
-                               max_epochs, start, in_out, screen)
-        shards = LocalShards(task, block, path, C, geometry, threads)
+                               max_epochs, start, in_out, screen, merge_duplicates)
+        if merge_duplicates and _merges(task):
+            merged = merge_identical(block)
+            block = block if merged is None else merged.block
+        shards = LocalShards(task, block, path, C, geometry, threads, merged)
     geometry = shards.geometry
     n_w = shards.n_w
     aggregated = task.aggregates_offenders
@@ -642,7 +675,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
             record = PlaneRecord(iteration, time.perf_counter() - started, D, P_shown,
                                  relative_gap(P_shown, D), exact, ws.size, 0.0,
                                  oracle_passes=passes, cache_hits=hits,
-                                 scored=scored if exact else 0)
+                                 scored=scored if exact else 0, examples=n_examples or 0)
             records.append(record)
             if on_epoch is not None:
                 on_epoch(record)
@@ -690,6 +723,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                           planes=(ws.cols, ws.vals, ws.b.copy(), ws.beta.copy()),
                           oracle_passes=passes, cache_hits=hits, examples_scored=scored_total,
                           sample_iterations=0 if sample is None else sample.rounds,
+                          distinct_examples=0 if merged is None else merged.block.n_rows,
                           interrupted=interrupt.requested())
 
 
@@ -702,7 +736,7 @@ def _every_kth(block, k):
 
 
 def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epochs, start, in_out,
-                  screen):
+                  screen, merge_duplicates):
     """The sample start (module docstring): the 1-slack result on every k-th example with costs
     k C_i, solved to a gap of max(epsilon, SAMPLE_EPSILON) and itself started from every k-th of
     its examples where they are enough (kddcup99 multiclass, 494k rows, -e 1e-3: 186 -> 130
@@ -717,7 +751,8 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
     sample = _every_kth(block, k)
     return train_oneslack(task, sample, path, C=C, bias=geometry.bias,
                           epsilon=max(epsilon, SAMPLE_EPSILON), max_epochs=max_epochs, seed=0,
-                          threads=threads, in_out=in_out, screen=screen, sample_start=k)
+                          threads=threads, in_out=in_out, screen=screen, sample_start=k,
+                          merge_duplicates=merge_duplicates)
 
 
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
@@ -774,6 +809,26 @@ def _probe(shard, scratch, ref, rho, absdiff=None, largest=None):
         count = -(-shard.problem.n_examples // PROBE_STRIDE)
         return count, count
     return oracle.probe(rho, None if absdiff is None else (absdiff, largest), PROBE_STRIDE)
+
+
+def _merges(task):
+    """Whether identical examples are merged (svmtrain.duplicates): tasks whose examples are single
+    rows with one loss term each, binary and multiclass (with any controls: weights and class
+    weights are in the rows' costs, the rest acts on w or on every row alike)."""
+    return task.grouping == "row" and task.name in ("binary", "multiclass")
+
+
+def _violations(shard, scratch, task, w):
+    """H_i of the shard's rows at w (row_violations, the tasks' own values bit for bit)."""
+    problem, block = shard.problem, shard.block
+    binary = type(task) is Binary
+    if binary and shard.signs is None:
+        shard.signs = np.ascontiguousarray(task.signs(block, problem.path), dtype=np.float64)
+    labels = shard.signs if binary else task.label_index(block, problem.path)
+    return row_violations(problem.indptr, problem.indices, problem.data, problem.n_cols, labels,
+                          0 if binary else task.K, w,
+                          0.0 if problem.bias is None else float(problem.bias),
+                          problem.bias is not None)
 
 
 def _screens(task):
