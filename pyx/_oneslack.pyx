@@ -109,7 +109,7 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
 
     G must be symmetric with G_kk >= 0; beta >= 0 with sum beta <= bound (checked here).
     """
-    cdef int64_t m = b.shape[0], k, i, j, steps = 0
+    cdef int64_t m = b.shape[0], k, i, j, ii, jj, steps = 0
     if G.shape[0] != m or G.shape[1] != m or beta.shape[0] != m:
         raise ValueError("G, b and beta disagree in size")
     if not bound > 0:
@@ -119,7 +119,7 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
         raise ValueError("beta is not feasible")
     grad_a = np.asarray(b) - np.asarray(G) @ beta_a
     cdef double[::1] g = grad_a
-    cdef double free, gmax, gmin, gap, curv, t, gi, best, gain
+    cdef double free, gmax, gmin, gap, curv, t, gi, best, gain, gk
     cdef double lowest = 1e-300
     with nogil:
         free = bound
@@ -127,22 +127,20 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
             free -= beta[k]
         if free < 0:
             free = 0
+        # i: the largest gradient (the zero plane, gradient 0, is index -1); kept up to date by the
+        # gradient update at the end of each step (one pass over k instead of two)
+        i = -1
+        gmax = 0.0
+        for k in range(m):
+            if g[k] > gmax:
+                gmax = g[k]
+                i = k
         while True:
-            # i: the largest gradient (the zero plane, gradient 0, is index -1); j: among the
-            # planes with beta > 0 (and the zero plane when free > 0) whose gradient is below
-            # g_i, the one whose pair step gains most, (g_i - g_j)^2 / curvature (LIBSVM's
-            # second-order working set selection, Fan, Chen and Lin 2005)
-            i = -1
-            gmax = 0.0
-            for k in range(m):
-                if g[k] > gmax:
-                    gmax = g[k]
-                    i = k
+            # the QP's gap and, in the same pass, j: among the planes with beta > 0 (and the zero
+            # plane when free > 0) whose gradient is below g_i, the one whose pair step gains most,
+            # (g_i - g_j)^2 / curvature (LIBSVM's second-order working set selection, Fan, Chen
+            # and Lin 2005)
             gap = bound * gmax
-            for k in range(m):
-                gap -= beta[k] * g[k]
-            if gap <= tol or steps >= max_steps:
-                break
             j = -2
             best = -1.0
             gmin = gmax
@@ -152,15 +150,19 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
                 j = -1
                 gmin = 0.0
             for k in range(m):
-                if beta[k] > 0 and g[k] < gmax:
+                gk = g[k]
+                gap -= beta[k] * gk
+                if beta[k] > 0 and gk < gmax:
                     curv = G[k, k]
                     if i >= 0:
                         curv += G[i, i] - 2 * G[i, k]
-                    gain = (gmax - g[k]) * (gmax - g[k]) / (curv if curv > lowest else lowest)
+                    gain = (gmax - gk) * (gmax - gk) / (curv if curv > lowest else lowest)
                     if gain > best:
                         best = gain
                         j = k
-                        gmin = g[k]
+                        gmin = gk
+            if gap <= tol or steps >= max_steps:
+                break
             if j == -2 or i == j or gmax - gmin <= 0:
                 break
             # curvature of the pair step (G_ii + G_jj - 2 G_ij; the zero plane has G = 0)
@@ -189,14 +191,20 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
                 if free < 0:
                     free = 0
             # g -= t (G[:, i] - G[:, j]), read along rows i and j (G is symmetric; rows are
-            # contiguous)
+            # contiguous); and the next step's i
+            ii, jj = i, j
+            i = -1
+            gmax = 0.0
             for k in range(m):
                 gi = 0.0
-                if i >= 0:
-                    gi += G[i, k]
-                if j >= 0:
-                    gi -= G[j, k]
+                if ii >= 0:
+                    gi += G[ii, k]
+                if jj >= 0:
+                    gi -= G[jj, k]
                 g[k] -= t * gi
+                if g[k] > gmax:
+                    gmax = g[k]
+                    i = k
             steps += 1
     return steps, gap
 
@@ -730,6 +738,15 @@ cdef inline uint64_t _bits(double x) noexcept nogil:
     return u
 
 
+cdef inline bint _same_row(const int64_t[::1] P, const int64_t* cols, const double* vals,
+                           const double[::1] T, int64_t k, int64_t i, int64_t length) noexcept nogil:
+    """Whether row k equals row i (of `length` entries): target, columns and values bit for bit."""
+    return (P[k + 1] - P[k] == length and _bits(T[k]) == _bits(T[i])
+            and (length == 0
+                 or (memcmp(cols + P[k], cols + P[i], length * sizeof(int64_t)) == 0
+                     and memcmp(vals + P[k], vals + P[i], length * sizeof(double)) == 0)))
+
+
 def distinct_rows(indptr, indices, data, target):
     """Classes of identical rows: rows i and k are identical when their targets, their column lists
     and their values agree bit for bit (so every score, loss and plane term of the two is the same).
@@ -752,43 +769,83 @@ def distinct_rows(indptr, indices, data, target):
     cdef const int64_t[::1] I = ind
     cdef const double[::1] X = dat
     cdef const double[::1] T = tgt
-    table_a = np.full(size, -1, np.int64)
+    # open addressing, linear probing; a slot holds a row hash and its class + 1 (0: empty), side
+    # by side, so that a probe costs one cache line
+    table_a = np.zeros((size, 2), np.uint64)
     first_a = np.empty(n, np.int64)
     inverse_a = np.empty(n, np.int64)
-    hashes_a = np.empty(n, np.uint64)
-    cdef int64_t[::1] table = table_a, first = first_a, inverse = inverse_a
-    cdef uint64_t[::1] hashes = hashes_a
+    cdef uint64_t[:, ::1] table = table_a
+    cdef int64_t[::1] first = first_a, inverse = inverse_a
     cdef const int64_t* ip0 = &I[0] if I.shape[0] else NULL
     cdef const double* xp0 = &X[0] if X.shape[0] else NULL
     cdef int64_t i, p, c, k, slot, length, classes = 0
-    cdef uint64_t h, mask = <uint64_t>(size - 1)
+    cdef uint64_t h, last = 0, mask = <uint64_t>(size - 1)
     with nogil:
         for i in range(n):
+            # the row's hash: a sum of independently mixed (column, value) terms (no chain of
+            # dependent multiplications), then its length and target
             length = P[i + 1] - P[i]
-            h = _mix(_bits(T[i]) ^ _mix(<uint64_t>length))
+            h = 0
             for p in range(P[i], P[i + 1]):
-                h = _mix(h ^ <uint64_t>I[p])
-                h = _mix(h ^ _bits(X[p]))
+                h += _mix(_bits(X[p]) + <uint64_t>I[p] * <uint64_t>0x9E3779B97F4A7C15)
+            h = _mix(h ^ _mix(_bits(T[i]) + <uint64_t>length))
+            # a run of identical rows (kddcup99: 43% of the rows repeat the row before) needs no
+            # probe of the table
+            if i and h == last and _same_row(P, ip0, xp0, T, i - 1, i, length):
+                inverse[i] = inverse[i - 1]
+                continue
+            last = h
             slot = <int64_t>(h & mask)
             while True:
-                c = table[slot]
-                if c < 0:
+                if table[slot, 1] == 0:
                     # a new class, first seen at row i
-                    table[slot] = classes
+                    table[slot, 0] = h
+                    table[slot, 1] = <uint64_t>(classes + 1)
                     first[classes] = i
-                    hashes[classes] = h
                     inverse[i] = classes
                     classes += 1
                     break
-                k = first[c]
-                if (hashes[c] == h and P[k + 1] - P[k] == length and _bits(T[k]) == _bits(T[i])
-                        and (length == 0
-                             or (memcmp(ip0 + P[k], ip0 + P[i], length * sizeof(int64_t)) == 0
-                                 and memcmp(xp0 + P[k], xp0 + P[i], length * sizeof(double)) == 0))):
-                    inverse[i] = c
-                    break
+                if table[slot, 0] == h:
+                    c = <int64_t>table[slot, 1] - 1
+                    if _same_row(P, ip0, xp0, T, first[c], i, length):
+                        inverse[i] = c
+                        break
                 slot = <int64_t>((<uint64_t>slot + 1) & mask)
     return first_a[:classes].copy(), inverse_a
+
+
+def gather_rows(indptr, indices, data, rows):
+    """The CSR arrays (indptr, indices, data) of the given rows, in that order (svmtrain.data.
+    take_rows, by whole-row copies)."""
+    ip = np.ascontiguousarray(indptr, dtype=np.int64)
+    ind = np.ascontiguousarray(indices, dtype=np.int64)
+    dat = np.ascontiguousarray(data, dtype=np.float64)
+    picks = np.ascontiguousarray(rows, dtype=np.int64)
+    cdef int64_t n = ip.shape[0] - 1, m = picks.shape[0]
+    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
+            or ind.shape[0] != dat.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    if m and (picks.min() < 0 or picks.max() >= n):
+        raise ValueError("a row outside the block")
+    out_ptr = np.zeros(m + 1, np.int64)
+    np.cumsum(ip[picks + 1] - ip[picks], out=out_ptr[1:])
+    out_ind = np.empty(out_ptr[m], np.int64)
+    out_dat = np.empty(out_ptr[m], np.float64)
+    cdef const int64_t[::1] P = ip
+    cdef const int64_t[::1] R = picks
+    cdef const int64_t[::1] Q = out_ptr
+    cdef const int64_t* src_i = <const int64_t*>cnp.PyArray_DATA(ind)
+    cdef const double* src_x = <const double*>cnp.PyArray_DATA(dat)
+    cdef int64_t* dst_i = <int64_t*>cnp.PyArray_DATA(out_ind)
+    cdef double* dst_x = <double*>cnp.PyArray_DATA(out_dat)
+    cdef int64_t r, length
+    with nogil:
+        for r in range(m):
+            length = Q[r + 1] - Q[r]
+            if length:
+                memcpy(dst_i + Q[r], src_i + P[R[r]], length * sizeof(int64_t))
+                memcpy(dst_x + Q[r], src_x + P[R[r]], length * sizeof(double))
+    return out_ptr, out_ind, out_dat
 
 
 def row_violations(indptr, indices, data, int64_t n_cols, labels, int64_t K, w, double bias,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from svmtrain._oneslack import distinct_rows
-from svmtrain.data import Block, take_rows
+from svmtrain._oneslack import distinct_rows, gather_rows
+from svmtrain.data import Block
 
 
 @dataclass
@@ -45,6 +45,7 @@ def merge_identical(block):
     if len(first) == block.n_rows:
         return None
     cost = np.bincount(inverse, weights=block.cost, minlength=len(first))
-    merged = Block(*take_rows(block, first), block.target[first], block.qid[first], cost,
+    merged = Block(*gather_rows(block.indptr, block.indices, block.data, first),
+                   block.target[first], block.qid[first], cost,
                    block.line[first], block.n_features, 0)
     return MergedRows(block, merged, inverse)

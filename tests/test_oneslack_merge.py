@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from svmtrain import data, objective
-from svmtrain._oneslack import distinct_rows, row_violations
+from svmtrain.data import take_rows
+from svmtrain._oneslack import distinct_rows, gather_rows, row_violations
 from svmtrain.cli import main
 from svmtrain.duplicates import merge_identical
 from svmtrain.model import read_model
@@ -58,6 +59,16 @@ def test_distinct_rows_agree_with_brute_force():
     # classes in order of first occurrence, each named by its first row
     assert np.array_equal(first, np.unique(inverse, return_index=True)[1])
     assert np.array_equal(inverse[first], np.arange(len(first)))
+
+
+def test_gather_rows_is_take_rows(shared):
+    block = data.load(str(shared("a9a/a9a.xz", max_lines=500)))
+    rows = np.random.default_rng(1).integers(0, block.n_rows, 300)
+    for picks in (rows, rows[:0], np.array([block.n_rows - 1, 0, 0])):
+        got, want = gather_rows(block.indptr, block.indices, block.data, picks), take_rows(block, picks)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    with pytest.raises(ValueError, match="outside"):
+        gather_rows(block.indptr, block.indices, block.data, np.array([block.n_rows]))
 
 
 def test_merge_sums_costs_in_file_order_and_keeps_first_rows(shared):
