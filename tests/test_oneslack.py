@@ -290,6 +290,8 @@ def test_two_threads_give_the_model_of_one_bit_for_bit(rel, lines, args, shared,
     # small shards, so that these subsets are cut into several and two threads share them
     monkeypatch.setattr(oneslack, "MIN_SHARD_NONZEROS", 2000)
     monkeypatch.setattr(oneslack, "MIN_SHARD_EXAMPLES", 8)
+    # and the w-sized work split over the threads however small w is
+    monkeypatch.setattr(oneslack, "PARALLEL_MIN_WEIGHTS", 1)
     path = conll_subset if rel == "conll2000" else shared(rel, max_lines=lines)
     if "multiclass" in args:
         path = _scaled(path, tmp_path / "p", 100.0)

@@ -139,6 +139,9 @@ SAMPLE_IN_OUT = 0.5
 #: the screening radius is inflated by this factor so that rounding in the scores cannot turn a
 #: certain example's decision
 SCREEN_SLACK = 1e-9
+#: with threads, the w-sized work (a Gram row, the update of w) is split over them only when w has
+#: at least this many entries (below, a thread's share costs less than handing it over)
+PARALLEL_MIN_WEIGHTS = 65536
 
 
 @dataclass
@@ -480,15 +483,24 @@ class LocalShards:
 
     def run(self, fn, args):
         """fn over the shards, in parallel when asked; results in shard order."""
+        if self.pool is None:
+            return self.run_here(fn, args)
         def with_scratch(shard):
             s = self.scratches.get()
             try:
                 return fn(shard, s, *args)
             finally:
                 self.scratches.put(s)
-        if self.pool is None:
-            return [with_scratch(s) for s in self.shards]
         return list(self.pool.map(with_scratch, self.shards))
+
+    def run_here(self, fn, args):
+        """`run` in this thread: for work too small to pay a thread hand-off per shard (the same
+        results: each shard's call is the same whichever thread makes it)."""
+        scratch = self.scratches.get()
+        try:
+            return [fn(shard, scratch, *args) for shard in self.shards]
+        finally:
+            self.scratches.put(scratch)
 
     def price(self, w):
         """P(w) with verify-bound's sum (objective.PrimalAccumulator: C_i max(0, H_i) in file order),
@@ -545,6 +557,9 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     aggregated = task.aggregates_offenders
     use_cache = task.cache_offenders and cache_size > 0 and not aggregated
     run = shards.run
+    # work too small to pay a thread hand-off per shard (the probes: every PROBE_STRIDE-th
+    # example's test) runs in this thread where the executor allows
+    run_here = getattr(shards, "run_here", run)
 
     def reduce(parts):
         """(loss, cols, vals, b) of the whole plane from the shards' parts, added in shard order."""
@@ -559,7 +574,8 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
 
     nonneg = shards.nonneg
     ws = (_ClippedWorkingSet(n_w, nonneg) if nonneg is not None and np.any(nonneg)
-          else _WorkingSet(n_w, shards.pool, shards.n_threads))
+          else _WorkingSet(n_w, shards.pool if n_w >= PARALLEL_MIN_WEIGHTS else None,
+                           shards.n_threads))
     summing = _Scratch(n_w) if len(shards) > 1 else None    # reduce's own buffers
     w = np.zeros(n_w)
     D = 0.0
@@ -626,7 +642,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                         screen_args = (ref_number, rho, *(move or (None, None)))
                         # a pass that would score nearly every example costs what a reference
                         # pass costs: make it one (a probe of every PROBE_STRIDE-th example)
-                        probes = run(_probe, screen_args)
+                        probes = run_here(_probe, screen_args)
                         new_ref = (sum(p[0] for p in probes)
                                    >= PROBE_REFRESH * sum(p[1] for p in probes))
                     if new_ref:
