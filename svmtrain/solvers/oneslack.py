@@ -70,6 +70,13 @@ both, at the oneslack-speed gaps; iterations of the whole problem + the sample's
 scored): kddcup99 multiclass 1/5 187 -> 123 + 151, 11.5M -> 5.1M; kddcup99 binary 60 -> 27 + 51,
 23.0M -> 6.4M; a9a 176 -> 164 + 75, 3.8M -> 3.7M.
 
+Identical examples (`merge_duplicates`, binary and multiclass, local training;
+svmtrain.duplicates): rows with the same label and features are one loss term with their summed
+cost, so the loop runs on the distinct rows (kddcup99 1/5: 35,285 of 98,804) and the final
+pricing gives each original row its distinct row's violation, summed in file order as
+verify-bound sums. The sample start samples the original rows, then merges (sampling the
+distinct rows, whose summed costs are very uneven, measured no better).
+
 Planes are stored sparse (sorted columns and values), chosen by measurement: a sector plane
 (105 classes x 55k features, n_w = 5.8M) has 0.38M-0.61M nonzeros (7-11%), a conll2000 plane
 4-14% of w, so a sparse plane takes a fifth of a dense one's memory and a Gram row (a gather per
