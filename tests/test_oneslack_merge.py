@@ -275,3 +275,27 @@ def test_cli_threads_give_the_same_model_file(shared, tmp_path):
 def test_merge_option_is_for_one_slack():
     r = run("train", "--mode", "n-slack", "--no-merge-duplicates", "x", "y")
     assert r.exit_code == 2 and "--merge-duplicates" in r.output
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_final_pricing_is_verify_bounds_primal_bit_for_bit(shared, threads, monkeypatch):
+    """LocalShards.price (the Cython pass over the trained rows, shard by shard) against
+    objective.primal over the file's rows, merged or not, with a bias and costs."""
+    monkeypatch.setattr(oneslack, "MIN_SHARD_NONZEROS", 5000)     # several shards
+    rng = np.random.default_rng(3)
+    for rel, cls in (("a9a/a9a.xz", Binary), ("pendigits/pendigits.xz", Multiclass)):
+        path = str(shared(rel, max_lines=3000))
+        block = data.load(path)
+        block.data[:] = block.data / (100 if cls is Multiclass else 1)
+        block.cost[:] = rng.choice([0.5, 1.0, 2.0], block.n_rows)
+        task = cls.from_training_data(block, path)
+        geometry = Geometry(block.n_features, 1.0)
+        w = rng.standard_normal(task.n_weights(geometry)) * 0.1
+        want = objective.primal(task, w, geometry, 2.0, [block], path)
+        merged = merge_identical(block)
+        for rows, m in ((block, None), (merged.block if merged else block, merged)):
+            shards = oneslack.LocalShards(task, rows, path, 2.0, geometry, threads, m)
+            assert len(shards) > 1
+            got = shards.price(w)
+            shards.close()
+            assert (got.primal, got.loss, got.examples) == (want.primal, want.loss, want.examples)
