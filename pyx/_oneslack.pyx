@@ -209,35 +209,72 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
     return steps, gap
 
 
+cdef object _planes(planes_cols, planes_vals, int64_t m):
+    """The planes' (cols, vals) as int64 / float64 C-contiguous vectors of equal lengths (the
+    arrays themselves where they are already: the solver's), in a list that keeps them alive
+    while their pointers are used."""
+    kept = []
+    cdef cnp.ndarray c, v
+    for k in range(m):
+        c, v = planes_cols[k], planes_vals[k]
+        if c is None or v is None:
+            raise ValueError("a plane is None")
+        if not (cnp.PyArray_TYPE(c) == cnp.NPY_INT64 and cnp.PyArray_NDIM(c) == 1
+                and cnp.PyArray_IS_C_CONTIGUOUS(c)):
+            c = np.ascontiguousarray(c, dtype=np.int64)
+        if not (cnp.PyArray_TYPE(v) == cnp.NPY_FLOAT64 and cnp.PyArray_NDIM(v) == 1
+                and cnp.PyArray_IS_C_CONTIGUOUS(v)):
+            v = np.ascontiguousarray(v, dtype=np.float64)
+        if c.ndim != 1 or v.ndim != 1 or c.shape[0] != v.shape[0]:
+            raise ValueError("a plane's cols and vals differ in length")
+        kept.append((c, v))
+    return kept
+
+
 def gram_row(double[::1] dense, planes_cols, planes_vals):
     """a . a_k for every stored sparse plane a_k (columns sorted), with the new plane a given dense (zero elsewhere):
     one gather per stored nonzero (the new plane's size does not enter, unlike a merge of sorted
-    columns, which costs |a| per stored plane)."""
-    cdef int64_t m = len(planes_cols), k, p, n_w = dense.shape[0]
+    columns, which costs |a| per stored plane). The planes' arrays are checked and their pointers
+    taken first, then every dot runs in one loop without the GIL (a short plane costs no
+    per-plane memoryview)."""
+    cdef int64_t m = len(planes_cols), k, p, n_w = dense.shape[0], length
+    if len(planes_vals) != m:
+        raise ValueError("planes' cols and vals differ in number")
+    kept = _planes(planes_cols, planes_vals, m)
     out = np.zeros(m, dtype=np.float64)
     cdef double[::1] res = out
-    cdef const int64_t[::1] cb
-    cdef const double[::1] vb
+    lengths_a = np.zeros(m, np.int64)
+    addr_a = np.zeros((m, 2), np.uintp)
+    cdef int64_t[::1] lengths = lengths_a
+    cdef size_t[:, ::1] addr = addr_a
+    cdef cnp.ndarray c, v
+    cdef const int64_t* cp
+    cdef const double* vp
     cdef double s
     for k in range(m):
-        cb = planes_cols[k]
-        vb = planes_vals[k]
-        if cb.shape[0] != vb.shape[0]:
-            raise ValueError("a stored plane's cols and vals differ in length")
+        c, v = kept[k]
+        length = c.shape[0]
+        cp = <const int64_t*>cnp.PyArray_DATA(c)
         # columns are sorted (as the solver stores them): the ends bound them all
-        if cb.shape[0] and (cb[0] < 0 or cb[cb.shape[0] - 1] >= n_w):
+        if length and (cp[0] < 0 or cp[length - 1] >= n_w):
             raise ValueError("a stored plane reaches beyond w")
-        s = 0.0
-        with nogil:
-            for p in range(cb.shape[0]):
-                s += dense[cb[p]] * vb[p]
-        res[k] = s
+        lengths[k] = length
+        addr[k, 0] = <size_t>cp
+        addr[k, 1] = <size_t>cnp.PyArray_DATA(v)
+    with nogil:
+        for k in range(m):
+            cp = <const int64_t*>addr[k, 0]
+            vp = <const double*>addr[k, 1]
+            s = 0.0
+            for p in range(lengths[k]):
+                s += dense[cp[p]] * vp[p]
+            res[k] = s
     return out
 
 
-cdef inline int64_t _lower_bound(const int64_t[::1] a, int64_t x) noexcept nogil:
-    """The first index p with a[p] >= x (a sorted)."""
-    cdef int64_t lo = 0, hi = a.shape[0], mid
+cdef inline int64_t _lower_bound(const int64_t* a, int64_t n, int64_t x) noexcept nogil:
+    """The first index p < n with a[p] >= x (a sorted), else n."""
+    cdef int64_t lo = 0, hi = n, mid
     while lo < hi:
         mid = (lo + hi) // 2
         if a[mid] < x:
@@ -256,12 +293,10 @@ def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touc
     new count. An empty `mark` skips the bookkeeping (a dense w updated in place); then with
     0 <= lo <= hi only the columns in [lo, hi) are written, the planes' columns being sorted, so that
     threads can share one w by column ranges (each entry sums its planes in list order: the same
-    result for any split). Each plane's loop runs without the GIL."""
-    cdef int64_t n_w = dense.shape[0], k, p, col, m = len(planes_cols), first, last
+    result for any split). The planes' arrays are checked and their pointers taken first; the
+    sums run in one loop without the GIL."""
+    cdef int64_t n_w = dense.shape[0], k, p, col, m = len(planes_cols), first, last, length
     cdef bint track = mark.shape[0] > 0
-    cdef const int64_t[::1] cb
-    cdef const double[::1] vb
-    cdef double a
     if len(planes_vals) != m or len(coefs) != m:
         raise ValueError("planes and coefficients differ in number")
     if track and (mark.shape[0] != n_w or touched.shape[0] < n_w or not 0 <= n_touched <= n_w):
@@ -269,38 +304,54 @@ def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touc
     cdef bint ranged = hi >= 0      # else every column (those past w are an error)
     if ranged and (track or lo < 0 or hi > n_w or lo > hi):
         raise ValueError("a column range applies to an untracked scatter, inside w")
+    weights_a = np.asarray(coefs, dtype=np.float64).reshape(-1)
+    cdef const double[::1] weights = weights_a
+    used = [k for k in range(m) if weights[k] != 0.0]
+    kept = _planes([planes_cols[k] for k in used], [planes_vals[k] for k in used], len(used))
+    cdef int64_t n_used = len(used)
+    lengths_a = np.zeros(n_used, np.int64)
+    addr_a = np.zeros((n_used, 2), np.uintp)
+    a_a = weights_a[used] if n_used else np.zeros(0)
+    cdef int64_t[::1] lengths = lengths_a
+    cdef size_t[:, ::1] addr = addr_a
+    cdef const double[::1] a = a_a
+    cdef cnp.ndarray c, v
+    cdef const int64_t* cp
+    cdef const double* vp
+    for k in range(n_used):
+        c, v = kept[k]
+        lengths[k] = c.shape[0]
+        addr[k, 0] = <size_t>cnp.PyArray_DATA(c)
+        addr[k, 1] = <size_t>cnp.PyArray_DATA(v)
     cdef bint bad = False
-    for k in range(m):
-        a = coefs[k]
-        if a == 0.0:
-            continue
-        cb = planes_cols[k]
-        vb = planes_vals[k]
-        if cb.shape[0] != vb.shape[0]:
-            raise ValueError("a plane's cols and vals differ in length")
-        with nogil:
+    with nogil:
+        for k in range(n_used):
+            cp = <const int64_t*>addr[k, 0]
+            vp = <const double*>addr[k, 1]
+            length = lengths[k]
             if not ranged:
-                first, last = 0, cb.shape[0]
+                first, last = 0, length
             else:
                 # the run of sorted columns inside [lo, hi): binary searches for its ends
-                first, last = _lower_bound(cb, lo), _lower_bound(cb, hi)
+                first, last = _lower_bound(cp, length, lo), _lower_bound(cp, length, hi)
             for p in range(first, last):       # bounds first: the loops below trust them
-                if cb[p] < 0 or cb[p] >= n_w:
+                if cp[p] < 0 or cp[p] >= n_w:
                     bad = True
-            if not bad:
-                if track:
-                    for p in range(first, last):
-                        col = cb[p]
-                        dense[col] += a * vb[p]
-                        if not mark[col]:
-                            mark[col] = 1
-                            touched[n_touched] = col
-                            n_touched += 1
-                else:
-                    for p in range(first, last):
-                        dense[cb[p]] += a * vb[p]
-        if bad:
-            raise ValueError("a plane reaches beyond w")
+            if bad:
+                break
+            if track:
+                for p in range(first, last):
+                    col = cp[p]
+                    dense[col] += a[k] * vp[p]
+                    if not mark[col]:
+                        mark[col] = 1
+                        touched[n_touched] = col
+                        n_touched += 1
+            else:
+                for p in range(first, last):
+                    dense[cp[p]] += a[k] * vp[p]
+    if bad:
+        raise ValueError("a plane reaches beyond w")
     return n_touched
 
 
