@@ -547,8 +547,8 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     `sample_start` = k > 1: the first query point is the w of this problem on every k-th example
     (costs k C_i, to a gap of SAMPLE_EPSILON; _sample_start), where the task and data allow it.
     `merge_duplicates`: binary and multiclass train on their distinct rows, identical ones merged
-    with their costs summed (svmtrain.duplicates: the same problem); the sample start is then
-    every k-th distinct row."""
+    with their costs summed (svmtrain.duplicates: the same problem); the sample start takes every
+    k-th row of `block`, then merges its identical rows."""
     started = time.perf_counter()
     sample = merged = None
     if shards is None:
