@@ -435,11 +435,17 @@ def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const dou
 # examples are scored. Which examples are certain depends on q (rho moves both ways as the query
 # points jump between the in-out point and the QP's w): a violator whose certainty is lost is
 # taken out of agg, one that regains it is put back (a row's nonzeros, not K scores). Multiclass
-# has a second, per-example test for those the first fails: with j_i the best label at r
-# (y_i for none) and A_f the largest |q_fk - r_fk| over the classes k of feature f (and of the
-# bias), every f_{i j_i} - f_ik moves by at most sum_f |x_if| (|q_{f j_i} - r_{f j_i}| + A_f),
-# a row's nonzeros again (Cauchy-Schwarz above spreads |q - r| over every feature and class; this
-# sees only the row's own features and its best class). The plane and the loss equal the unscreened pass's up to
+# tightens both tests with the direction of the move, d = q - r. With j_i the best label at r
+# (y_i for none), every f_ik - f_{i j_i} moves by exactly x_i.(d_k - d_{j_i}) (the y_i terms cancel
+# in each case), so:
+#   per label:   |x_i| (|d_{j_i}| + the largest |d_k| over k != j_i) bounds the move: t_i against
+#                R_{j_i}, the radius of the example's own best label (at most rho, and K numbers);
+#   per example: for the rows the first test leaves, x_i.d_k <= sum_f x_if (U_f if x_if > 0 else
+#                L_f), with U_f / L_f the largest / smallest d_fk over the classes k of feature f
+#                (and of the bias), so every f_ik - f_{i j_i} moves by at most
+#                sum_f |x_if| (U_f - d_{f j_i} or d_{f j_i} - L_f, by the sign of x_if): the row's
+#                own features, its best class exactly and a signed bound on the others.
+# The plane and the loss equal the unscreened pass's up to
 # rounding (the sums are taken in another order); a reference pass gives the unscreened plane bit
 # for bit (the same sums in the same order).
 #
@@ -463,6 +469,15 @@ cdef inline double _safe_radius(double gap, double radius) noexcept nogil:
     if not radius > 0:
         return INFINITY       # an empty row: its scores never move
     return gap / radius
+
+
+cdef inline double _signed_move(double x, double d_best, double upper, double lower) noexcept nogil:
+    """A bound on x (d_k - d_best) over every class k, for one feature value x (0 when x is 0)."""
+    if x > 0.0:
+        return x * (upper - d_best)
+    if x < 0.0:
+        return x * (lower - d_best)
+    return 0.0
 
 
 cdef class ScreenedOracle:
@@ -538,17 +553,20 @@ cdef class ScreenedOracle:
               double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched):
         """The plane at w added into scratch (new entries marked and listed in `touched`, as
         accumulate_plane does). refresh: w is the new reference point r, every row is scored.
-        Else rho bounds rho(w - r) and, multiclass, feature_move = (|w - r| (n_w entries), A)
-        bounds the per-example test, A_f >= max_k |w_fk - r_fk| (one entry per column and the
-        bias's last, when used); None: rho alone. Returns (count, loss, b, scored):
+        Else rho bounds rho(w - r) and, multiclass, feature_move = (d, U, L, R) the tests' bounds
+        for d = w - r (n_w entries): U_f >= max_k d_fk and L_f <= min_k d_fk (one entry per column
+        and the bias's last, when used), R_k >= the radius of label k (K entries); None: rho
+        alone. Returns (count, loss, b, scored):
         loss = sum_i C_i max(0, H_i), b = sum_{H_i > 0} C_i over every row (up to rounding),
         scored = the rows scored."""
         if w.shape[0] != self.n_w or scratch.shape[0] != self.n_w or mark.shape[0] != self.n_w \
                 or touched.shape[0] < self.n_w:
             raise ValueError("w, scratch, mark and touched must cover w")
-        moved, top = self._feature_move(feature_move)
-        cdef const double[::1] absdiff = moved
-        cdef const double[::1] largest = top
+        move = self._feature_move(feature_move)
+        cdef const double[::1] diff = move[0]
+        cdef const double[::1] upper = move[1]
+        cdef const double[::1] lower = move[2]
+        cdef const double[::1] by_label = move[3]
         cdef int64_t count = 0, scored, col
         cdef double loss = 0.0, b = 0.0, dot = 0.0, v
         if refresh:
@@ -558,7 +576,8 @@ cdef class ScreenedOracle:
             if self.K == 0:
                 scored = self._hinge(w, refresh, rho, &loss, &b)
             else:
-                scored = self._crammer_singer(w, refresh, rho, absdiff, largest, &loss, &b)
+                scored = self._crammer_singer(w, refresh, rho, diff, upper, lower, by_label,
+                                              &loss, &b)
             # the certain violators' part (after a reference pass: the whole plane, already priced)
             for col in range(self.n_w):
                 v = self.agg[col]
@@ -574,14 +593,17 @@ cdef class ScreenedOracle:
         return count, loss, b, scored
 
     def _feature_move(self, feature_move):
-        """feature_move's two arrays (|w - r|, A), checked against this shard; empty for None."""
+        """feature_move's four arrays (d, U, L, R), checked against this shard; empty for None."""
         if feature_move is None:
-            return np.zeros(0), np.zeros(0)
-        moved, top = (np.ascontiguousarray(a, dtype=np.float64) for a in feature_move)
-        if self.K == 0 or moved.shape[0] != self.n_w or top.shape[0] != self.n_cols + self.use_bias:
-            raise ValueError("feature_move: |w - r| and one bound per feature and the bias "
-                             "(multiclass)")
-        return moved, top
+            return (np.zeros(0),) * 4
+        diff, upper, lower, by_label = (np.ascontiguousarray(a, dtype=np.float64)
+                                        for a in feature_move)
+        m = self.n_cols + self.use_bias
+        if self.K == 0 or diff.shape[0] != self.n_w or upper.shape[0] != m \
+                or lower.shape[0] != m or by_label.shape[0] != self.K:
+            raise ValueError("feature_move: w - r, two bounds per feature and the bias, and one "
+                             "radius per class (multiclass)")
+        return diff, upper, lower, by_label
 
     def probe(self, double rho, feature_move, int64_t stride):
         """How many of the rows 0, stride, 2 stride, ... the next `plane` at this rho and
@@ -590,9 +612,11 @@ cdef class ScreenedOracle:
         reference (ref None)."""
         if stride < 1:
             raise ValueError("stride must be at least 1")
-        moved, top = self._feature_move(feature_move)
-        cdef const double[::1] absdiff = moved
-        cdef const double[::1] largest = top
+        move = self._feature_move(feature_move)
+        cdef const double[::1] diff = move[0]
+        cdef const double[::1] upper = move[1]
+        cdef const double[::1] lower = move[2]
+        cdef const double[::1] by_label = move[3]
         cdef int64_t i, probed = 0, scored = 0
         if self.ref is None:
             probed = (self.n + stride - 1) // stride
@@ -601,28 +625,32 @@ cdef class ScreenedOracle:
             i = 0
             while i < self.n:
                 probed += 1
-                if not self._certain(i, rho, absdiff, largest):
+                if not self._certain(i, rho, diff, upper, lower, by_label):
                     scored += 1
                 i += stride
         return scored, probed
 
-    cdef inline bint _certain(self, int64_t i, double rho, const double[::1] absdiff,
-                              const double[::1] largest) noexcept nogil:
+    cdef inline bint _certain(self, int64_t i, double rho, const double[::1] diff,
+                              const double[::1] upper, const double[::1] lower,
+                              const double[::1] by_label) noexcept nogil:
         """Whether row i's decision at the reference provably stands (the tests of the passes)."""
         cdef int64_t p, col, j, K = self.K
         cdef double bound
-        if self.safe[i] > rho:
-            return True
-        if K == 0 or not largest.shape[0] or not self.safe[i] > 0:
-            return False
+        if K == 0 or not upper.shape[0]:
+            return self.safe[i] > rho
         j = self.decision[i]
+        if self.safe[i] > by_label[j]:
+            return True
+        if not self.safe[i] > 0:
+            return False
         bound = 0.0
         for p in range(self.indptr[i], self.indptr[i + 1]):
             col = self.indices[p]
             if col < self.n_cols:
-                bound += fabs(self.data[p]) * (absdiff[col * K + j] + largest[col])
+                bound += _signed_move(self.data[p], diff[col * K + j], upper[col], lower[col])
         if self.use_bias:
-            bound += fabs(self.bias) * (absdiff[self.n_cols * K + j] + largest[self.n_cols])
+            bound += _signed_move(self.bias, diff[self.n_cols * K + j], upper[self.n_cols],
+                                  lower[self.n_cols])
         return self.safe[i] * self.radius[i] > bound
 
     cdef inline void _add_row(self, double[::1] into, int64_t i, int64_t offset, double a) noexcept nogil:
@@ -684,7 +712,8 @@ cdef class ScreenedOracle:
         return scored
 
     cdef int64_t _crammer_singer(self, const double[::1] w, bint refresh, double rho,
-                                 const double[::1] absdiff, const double[::1] largest,
+                                 const double[::1] diff, const double[::1] upper,
+                                 const double[::1] lower, const double[::1] by_label,
                                  double* loss, double* b) noexcept nogil:
         # scores, worst label (ties to the smallest, y_i counting 0) and the plane's order of
         # summation are those of block_scores, multiclass_worst and accumulate_plane
@@ -705,9 +734,8 @@ cdef class ScreenedOracle:
         for i in range(self.n):
             yi = self.cls[i]
             if not refresh:
-                # rho, then the per-example test: sum_f |x_if| (|w - r|_{f j_i} + A_f) against
-                # the gap (safe * |x_i|)
-                certain = self._certain(i, rho, absdiff, largest)
+                # the best label's radius, then the per-example signed test against the gap
+                certain = self._certain(i, rho, diff, upper, lower, by_label)
                 if self.decision[i] != yi:
                     self._move(i, certain, self.C[i])
                 if certain:

@@ -120,8 +120,12 @@ def test_screening_against_brute_force_with_empty_and_repeated_rows():
                 plane = (C * y_sign * (H > 0)) @ X
             else:
                 Wd = diff.reshape(width, K_)
-                rho = np.sort(np.linalg.norm(Wd, axis=0))[-2:].sum() * (1 + 1e-9)
-                move = (np.abs(diff) * (1 + 1e-9), np.abs(Wd).max(axis=1) * (1 + 1e-9))
+                norms = np.linalg.norm(Wd, axis=0) * (1 + 1e-9)
+                rho = np.sort(norms)[-2:].sum()
+                # R_k = |d_k| + the largest |d_j| of the other classes
+                by_label = np.array([norms[k] + np.delete(norms, k).max() for k in range(K_)])
+                pad = 1e-9 * np.abs(Wd).max(axis=1)
+                move = (diff, Wd.max(axis=1) + pad, Wd.min(axis=1) - pad, by_label)
                 S = X @ q.reshape(width, K_)
                 f = 1.0 - (S[np.arange(n), y_class][:, None] - S)
                 f[np.arange(n), y_class] = 0.0
@@ -202,7 +206,7 @@ def test_probe_counts_what_the_pass_scores(case, shared):
     seen = set()
     for q, _new in _queries(w_star, np.random.default_rng(3), 24):
         rho, move = oneslack._screen_bounds(task, q - w_star)
-        args = (rho, *(move or (None, None)))
+        args = (rho, *(move or ()))
         probed, count = shard.screen.probe(rho, None if move is None else move, 1)
         strided, count7 = shard.screen.probe(rho, None if move is None else move, 7)
         assert count == n and count7 == -(-n // 7) and strided <= count7

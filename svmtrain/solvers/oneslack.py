@@ -646,7 +646,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                 if screening:
                     if not new_ref:
                         rho, move = _screen_bounds(task, query - w_ref)
-                        screen_args = (ref_number, rho, *(move or (None, None)))
+                        screen_args = (ref_number, rho, *(move or ()))
                         # a pass that would score nearly every example costs what a reference
                         # pass costs: make it one (a probe of every PROBE_STRIDE-th example)
                         probes = run_here(_probe, screen_args)
@@ -655,7 +655,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                     if new_ref:
                         ref_number += 1
                         w_ref = query.copy()
-                        screen_args = (ref_number, -1.0, None, None)
+                        screen_args = (ref_number, -1.0)
                 # (the arrays as arguments of their own: a Dask executor scatters large ones once)
                 parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size,
                                            *(screen_args or ())))
@@ -779,11 +779,11 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
 
 
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
-                 absdiff=None, largest=None):
+                 *move):
     """The shard's part of the oracle plane: (loss, cols, vals, b, examples scored); updates its
     cache. Oracle screening (binary, multiclass) with `ref`, the reference point's number: rho < 0,
     w is the new reference point; else the bounds of _screen_bounds (rho, and the multiclass
-    per-example test's arrays |w - r| and A)."""
+    tests' arrays d, U, L, R in `move`)."""
     problem, block = shard.problem, shard.block
     n = problem.n_examples
     # screening keeps two dense n_w buffers per shard and sweeps them once per plane: only where
@@ -798,7 +798,7 @@ def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=
                                           0.0 if problem.bias is None else float(problem.bias),
                                           problem.bias is not None, 0 if binary else task.K)
         return scratch.screened(shard.screen, np.ascontiguousarray(w, dtype=np.float64), ref, rho,
-                                None if absdiff is None else (absdiff, largest))
+                                move or None)
     if type(task) is Binary:
         # one scoring pass that also sums the plane (the signs are the shard's, computed once)
         if shard.signs is None:
@@ -824,14 +824,14 @@ def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=
     return loss, cols, vals, float(np.dot(weight, worst.margin)), n
 
 
-def _probe(shard, scratch, ref, rho, absdiff=None, largest=None):
+def _probe(shard, scratch, ref, rho, *move):
     """(examples the shard's next screened pass would score, examples probed) over every
     PROBE_STRIDE-th example; all of them when the shard has no state for reference `ref`."""
     oracle = shard.screen
     if oracle is None or oracle.ref != ref:
         count = -(-shard.problem.n_examples // PROBE_STRIDE)
         return count, count
-    return oracle.probe(rho, None if absdiff is None else (absdiff, largest), PROBE_STRIDE)
+    return oracle.probe(rho, move or None, PROBE_STRIDE)
 
 
 def _merges(task):
@@ -864,12 +864,19 @@ def _screen_bounds(task, diff):
     """(rho, feature_move) of the screening rules (pyx/_oneslack.pyx) for q - r = diff, inflated
     by SCREEN_SLACK against rounding: binary, rho = |q - r| and no per-example test; multiclass (w
     feature-major: the K weights of a feature together, the bias's last), rho = the sum of the two
-    largest per-class distances |q_k - r_k|, and (|q - r|, A_f = max_k |q_fk - r_fk|)."""
+    largest per-class distances |q_k - r_k|, and (d, U, L, R): d = q - r, U_f / L_f the largest /
+    smallest d_fk over the classes (pushed out by SCREEN_SLACK max_k |d_fk|), R_k = |d_k| + the
+    largest |d_j| over j != k."""
     grow = 1.0 + SCREEN_SLACK
     if type(task) is Multiclass:
-        d = np.abs(diff) * grow
-        per_class = np.sqrt(np.einsum("ij,ij->j", d.reshape(-1, task.K), d.reshape(-1, task.K)))
-        return float(np.sort(per_class)[-2:].sum()), (d, d.reshape(-1, task.K).max(axis=1))
+        d = diff.reshape(-1, task.K)
+        per_class = np.sqrt(np.einsum("ij,ij->j", d, d)) * grow
+        top2 = np.sort(per_class)[-2:]
+        by_label = per_class + np.where(per_class == top2[-1], top2[0], top2[-1])
+        slack = SCREEN_SLACK * np.abs(d).max(axis=1)
+        upper = d.max(axis=1) + slack
+        lower = d.min(axis=1) - slack
+        return float(top2.sum()), (diff, upper, lower, by_label)
     return float(np.sqrt(np.dot(diff, diff))) * grow, None
 
 
