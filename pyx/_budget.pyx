@@ -88,8 +88,8 @@ cdef struct Store:
     double* row_gd2
     double* row_kappa
     int64_t row_of
-    # choose_merge's scratch, cap_sv each: the candidates' kappa (-1: not one), gamma ||x_m - x_j||^2
-    # of a fresh kernel row, the slots that pass the threshold
+    # partner_by_table's scratch, cap_sv each: the candidates' kappa (negative or NaN: not one),
+    # gamma ||x_m - x_j||^2 of a fresh kernel row, the slots that pass the threshold
     double* cand_kappa
     double* cand_gd2
     int64_t* cand_slot
@@ -535,8 +535,9 @@ cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) 
     first slot of least wd = (beta_m + beta_j)^2 W~(s, kappa), exactly as a scan of every
     candidate would find it, but interpolating few of them. Most of the cost of a plain scan is
     not the interpolation but mispredicted branches on the candidates' signs, so the passes below
-    run without branches on the candidates: (1) kappa of every candidate into s.cand_kappa, -1 for
-    the others, and the largest; (2) the candidate of the largest kappa gives a first wd, hence a
+    run without branches on the candidates: (1) kappa of every candidate into s.cand_kappa, a
+    negative value or NaN for the others (m itself: its entry of the row is not part of the row),
+    and the largest; (2) the candidate of the largest kappa gives a first wd, hence a
     kappa threshold below which no candidate can do better (KAPPA_BOUND, kappa_cut); (3) the slots
     at or above it, in slot order, into s.cand_slot; (4) those are ranked as the plain scan
     would (the threshold rising as better ones turn up), so ties still go to the lowest slot."""
@@ -552,7 +553,7 @@ cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) 
     # kappa times 1 (a candidate: exact) or -inf (not one: -inf, or NaN for kappa 0; either fails
     # every test below), picked by indexing: a conditional here compiles to a mispredicted branch
     cdef double[2] weight = [-INFINITY, 1.0]
-    if cached:   # the margin's kernel row
+    if cached:   # the margin's kernel row (the new SV m has no entry in it: key[m] is reset below)
         for j in range(n):
             key[j] = row_kappa[j] * weight[<int> (beta[j] * bm > 0.0)]
     else:        # a fresh row: a sparse dot and an exponential per candidate only
@@ -670,11 +671,12 @@ cdef class Expansion:
         self.s.length = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.owner = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.work = <double*> calloc(n_cols + 1, sizeof(double))
-        self.s.row_gd2 = <double*> malloc(capacity * sizeof(double))
-        self.s.row_kappa = <double*> malloc(capacity * sizeof(double))
-        self.s.cand_kappa = <double*> malloc(capacity * sizeof(double))
-        self.s.cand_gd2 = <double*> malloc(capacity * sizeof(double))
-        self.s.cand_slot = <int64_t*> malloc(capacity * sizeof(int64_t))
+        # zeroed: partner_by_table reads (and then discards) the row's entry of the new SV's slot
+        self.s.row_gd2 = <double*> calloc(capacity, sizeof(double))
+        self.s.row_kappa = <double*> calloc(capacity, sizeof(double))
+        self.s.cand_kappa = <double*> calloc(capacity, sizeof(double))
+        self.s.cand_gd2 = <double*> calloc(capacity, sizeof(double))
+        self.s.cand_slot = <int64_t*> calloc(capacity, sizeof(int64_t))
         self.s.row_of = -1
         self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
