@@ -88,6 +88,11 @@ cdef struct Store:
     double* row_gd2
     double* row_kappa
     int64_t row_of
+    # partner_by_table's scratch, cap_sv each: the candidates' kappa (negative or NaN: not one),
+    # gamma ||x_m - x_j||^2 of a fresh kernel row, the slots that pass the threshold
+    double* cand_kappa
+    double* cand_gd2
+    int64_t* cand_slot
 
 
 cdef int reserve(Store* s, int64_t extra) noexcept nogil:
@@ -277,6 +282,19 @@ DEF MERGE_GRID = 201
 cdef double MERGE_H[MERGE_GRID * MERGE_GRID]
 cdef double MERGE_W[MERGE_GRID * MERGE_GRID]
 cdef bint merge_table_ready = False
+# A lower bound that lets choose_merge skip most candidates' interpolation. The smallest SV m and a
+# candidate j of the same sign (|beta_j| >= |beta_m|) have s = beta_m / (beta_m + beta_j) in (0, 1/2]
+# (also in floating point), and j is ranked by wd = (beta_m + beta_j)^2 W~(s, kappa)
+# = beta_m^2 W~(s, kappa) / s^2, W~ the bilinear interpolation. In the cell (a, b) holding (s, kappa),
+# W~ = (1 - fa) A_a + fa A_(a+1), A_a the interpolation along kappa at s-node a, so A_a >= s_a^2 L
+# when L is the least W / s^2 over the cell's nodes with s > 0 (the nodes at s = 0 hold W = 0), and
+# W~ >= L ((1 - fa) s_a^2 + fa s_(a+1)^2) >= L s^2 (s^2 is convex; L >= 0). KAPPA_BOUND[b] is the
+# least such L over the cells of kappa column b with s <= 1/2 and over every column below b, less
+# a relative 1e-9 for rounding: wd >= beta_m^2 KAPPA_BOUND[b] for every candidate with kappa in a
+# column <= b, so once a candidate's wd is known, all those with a smaller kappa than a threshold
+# are out (kappa_cut). -INFINITY (no pruning) from a column holding a negative W (rounding at kappa 1).
+cdef double KAPPA_BOUND[MERGE_GRID - 1]
+cdef bint prune_candidates = True   # False: every candidate interpolated (set_candidate_pruning)
 
 
 cdef double best_h_fine(double share, double kappa, double* gain) noexcept nogil:
@@ -322,7 +340,47 @@ def ensure_merge_table():
                 MERGE_H[a * MERGE_GRID + b] = h
                 MERGE_W[a * MERGE_GRID + b] = (share * share + (1.0 - share) * (1.0 - share)
                                                + 2.0 * share * (1.0 - share) * kappa - gain * gain)
+        fill_kappa_bound()
     merge_table_ready = True
+
+
+cdef void fill_kappa_bound() noexcept nogil:
+    """KAPPA_BOUND from MERGE_W (see there): s-nodes 1 .. (MERGE_GRID - 1) / 2 + 1, the cells with
+    s <= 1/2 (s = 1/2 itself lies in the cell whose upper node has weight 0)."""
+    cdef int a, b, k
+    cdef double running = INFINITY, low, w, share
+    for b in range(MERGE_GRID - 1):
+        low = INFINITY
+        for k in range(2):   # the column's two kappa nodes
+            if MERGE_W[b + k] < 0.0:   # the node at s = 0 (W = 0 there, up to rounding)
+                low = -INFINITY
+            for a in range(1, (MERGE_GRID - 1) // 2 + 2):
+                share = a / (MERGE_GRID - 1.0)
+                w = MERGE_W[a * MERGE_GRID + b + k]
+                if w < 0.0:
+                    low = -INFINITY
+                elif w / (share * share) < low:
+                    low = w / (share * share)
+        if low < running:
+            running = low
+        KAPPA_BOUND[b] = running * (1.0 - 1e-9) if running > 0.0 else running
+
+
+cdef inline double kappa_cut(double bm2, double incumbent) noexcept nogil:
+    """The candidates whose kappa (MERGE_GRID - 1) is below the returned value have a bound
+    bm2 KAPPA_BOUND above `incumbent` (a degradation already found): they cannot be chosen. The
+    largest column b with bm2 KAPPA_BOUND[b] > incumbent (KAPPA_BOUND falls with b), plus 1; 0 if
+    none."""
+    if not bm2 * KAPPA_BOUND[0] > incumbent:
+        return 0.0
+    cdef int lo = 0, hi = MERGE_GRID - 1, mid   # the test holds at lo, fails at hi (or hi is past the end)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if bm2 * KAPPA_BOUND[mid] > incumbent:
+            lo = mid
+        else:
+            hi = mid
+    return lo + 1.0
 
 
 cdef inline void table_cell(double share, double kappa, int* a, int* b, double* fa, double* fb) noexcept nogil:
@@ -377,6 +435,52 @@ cdef double table_h(double share, double gd2, double kappa, double* gain) noexce
     return best_h
 
 
+cdef inline int64_t smallest_magnitude(const double* beta, int64_t n) noexcept nogil:
+    """The first j with the least |beta_j| (n >= 1), as a scan keeping the first strict minimum
+    finds it. Four interleaved scans, each keeping its first strict minimum, then the least of
+    the four (the lower slot on a tie): a new minimum is rare after the first few slots, so the
+    comparisons are well predicted and no scan waits on the previous element's result (one
+    running minimum does: a compare-and-select chain of ~4 cycles per slot)."""
+    cdef double[4] low
+    cdef int64_t[4] at
+    cdef int64_t j, k
+    for k in range(4):
+        low[k], at[k] = INFINITY, n
+    for j in range(0, n - 3, 4):
+        for k in range(4):
+            if fabs(beta[j + k]) < low[k]:
+                low[k], at[k] = fabs(beta[j + k]), j + k
+    for j in range(n - n % 4, n):
+        if fabs(beta[j]) < low[0]:
+            low[0], at[0] = fabs(beta[j]), j
+    cdef int64_t m = at[0]
+    for k in range(1, 4):
+        if low[k] < low[0] or (low[k] == low[0] and at[k] < m):
+            low[0], m = low[k], at[k]
+    return m if m < n else 0
+
+
+cdef inline int64_t largest(const double* key, int64_t n) noexcept nogil:
+    """A j with the largest key[j] (n >= 1; the lowest slot of the four scans' maxima), the
+    interleaved scans of smallest_magnitude."""
+    cdef double[4] high
+    cdef int64_t[4] at
+    cdef int64_t j, k
+    for k in range(4):
+        high[k], at[k] = -INFINITY, 0
+    for j in range(0, n - 3, 4):
+        for k in range(4):
+            if key[j + k] > high[k]:
+                high[k], at[k] = key[j + k], j + k
+    for j in range(n - n % 4, n):
+        if key[j] > high[0]:
+            high[0], at[0] = key[j], j
+    for k in range(1, 4):
+        if high[k] > high[0]:
+            high[0], at[0] = high[k], at[k]
+    return at[0]
+
+
 cdef struct MergeChoice:
     int64_t m, partner     # partner -1: no SV of the same sign (m is then simply removed)
     double h, beta_z, degradation
@@ -387,15 +491,15 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
     """Alg. 1's choice: the SV with the smallest |beta|, its best same-sign partner and h. table:
     candidates are ranked by the tabulated degradation, h is searched for the chosen one only."""
     cdef MergeChoice best
-    cdef int64_t j, m = 0
-    for j in range(1, s.n_sv):
-        if fabs(s.beta[j]) < fabs(s.beta[m]):
-            m = j
+    cdef int64_t j, m = smallest_magnitude(s.beta, s.n_sv)
     best.m, best.partner, best.h = m, -1, 1.0
     best.beta_z, best.degradation, best.gd2 = 0.0, s.beta[m] * s.beta[m], 0.0
-    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot, best_gd2 = 0.0, best_kappa = 0.0
+    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot
     # the smallest SV is often the example just added: its kernel row came with its margin
     cdef bint cached = m == s.row_of
+    if table:
+        partner_by_table(s, m, cached, &best)
+        return best
     if s.dense == NULL and not cached:
         scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
     for j in range(s.n_sv):
@@ -405,18 +509,8 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
         if cached:
             gd2, kappa = s.row_gd2[j], s.row_kappa[j]
         else:
-            if s.dense != NULL:
-                dot = dense_dot(s, j, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
-            else:
-                dot = sv_dot(s, j)
-            gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], dot)
+            gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], kernel_dot(s, m, j))
             kappa = exp(-gd2)
-        if table:
-            wd = (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), kappa)
-            if best.partner < 0 or wd < best.degradation:
-                best.partner, best.degradation = j, wd
-                best_gd2, best_kappa = gd2, kappa
-            continue
         h = golden_h(bm / (bm + bj), gd2, kappa, precision, &gain)
         bz = (bm + bj) * gain
         wd = bm * bm + bj * bj + 2.0 * bm * bj * kappa - bz * bz
@@ -426,14 +520,86 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
             best.partner, best.h, best.beta_z, best.degradation, best.gd2 = j, h, bz, wd, gd2
     if s.dense == NULL and not cached:
         unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
-    if table and best.partner >= 0:   # the exact h search, coefficient and degradation of the pair
-        bj = s.beta[best.partner]
-        best.h = table_h(bm / (bm + bj), best_gd2, best_kappa, &gain)
-        best.gd2 = best_gd2
-        best.beta_z = (bm + bj) * gain
-        wd = bm * bm + bj * bj + 2.0 * bm * bj * best_kappa - best.beta_z * best.beta_z
-        best.degradation = wd if wd > 0.0 else 0.0
     return best
+
+
+cdef inline double kernel_dot(Store* s, int64_t m, int64_t j) noexcept nogil:
+    """x~_m . x~_j (without the dense mirror, x~_m must be scattered)."""
+    if s.dense != NULL:
+        return dense_dot(s, j, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+    return sv_dot(s, j)
+
+
+cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) noexcept nogil:
+    """The partner of m ranked by the tabulated degradation, then h by table_h: best.partner the
+    first slot of least wd = (beta_m + beta_j)^2 W~(s, kappa), exactly as a scan of every
+    candidate would find it, but interpolating few of them. Most of the cost of a plain scan is
+    not the interpolation but mispredicted branches on the candidates' signs, so the passes below
+    run without branches on the candidates: (1) kappa of every candidate into s.cand_kappa, a
+    negative value or NaN for the others (m itself: its entry of the row is not part of the row),
+    and the largest; (2) the candidate of the largest kappa gives a first wd, hence a
+    kappa threshold below which no candidate can do better (KAPPA_BOUND, kappa_cut); (3) the slots
+    at or above it, in slot order, into s.cand_slot; (4) those are ranked as the plain scan
+    would (the threshold rising as better ones turn up), so ties still go to the lowest slot."""
+    cdef int64_t j, n = s.n_sv, count = 0, top
+    cdef double bm = s.beta[m], bj, kappa, wd, gain, cut, most
+    # local copies of the store's pointers: extensions build with -fno-strict-aliasing, so a store
+    # through key[j] would otherwise reload every s.field in the loops
+    cdef double* key = s.cand_kappa
+    cdef int64_t* slot = s.cand_slot
+    cdef const double* beta = s.beta
+    cdef const double* row_kappa = s.row_kappa
+    cdef const double* gd2_of = s.row_gd2
+    # kappa times 1 (a candidate: exact) or -inf (not one: -inf, or NaN for kappa 0; either fails
+    # every test below), picked by indexing: a conditional here compiles to a mispredicted branch
+    cdef double[2] weight = [-INFINITY, 1.0]
+    if cached:   # the margin's kernel row (the new SV m has no entry in it: key[m] is reset below)
+        for j in range(n):
+            key[j] = row_kappa[j] * weight[<int> (beta[j] * bm > 0.0)]
+    else:        # a fresh row: a sparse dot and an exponential per candidate only
+        if s.dense == NULL:
+            scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
+        for j in range(n):
+            key[j] = -1.0
+            if s.beta[j] * bm > 0.0 and j != m:
+                s.cand_gd2[j] = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], kernel_dot(s, m, j))
+                key[j] = exp(-s.cand_gd2[j])
+        if s.dense == NULL:
+            unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
+        gd2_of = s.cand_gd2
+    key[m] = -1.0
+    top = largest(key, n)
+    most = key[top]
+    if not most >= 0.0:   # no SV of m's sign
+        return
+    bj = s.beta[top]
+    cut = 0.0
+    if prune_candidates:
+        cut = kappa_cut(bm * bm, (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), most))
+    for j in range(n):
+        slot[count] = j
+        count += key[j] * (MERGE_GRID - 1) >= cut   # a non-candidate never passes: cut >= 0
+    cdef int64_t k
+    cdef double best_gd2 = 0.0, best_kappa = 0.0
+    for k in range(count):
+        j = slot[k]
+        kappa = key[j]
+        if kappa * (MERGE_GRID - 1) < cut:
+            continue
+        bj = beta[j]
+        wd = (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), kappa)
+        if best.partner < 0 or wd < best.degradation:
+            best.partner, best.degradation = j, wd
+            best_gd2, best_kappa = gd2_of[j], kappa
+            if prune_candidates:
+                cut = kappa_cut(bm * bm, wd)
+    # the exact h search, coefficient and degradation of the pair
+    bj = s.beta[best.partner]
+    best.h = table_h(bm / (bm + bj), best_gd2, best_kappa, &gain)
+    best.gd2 = best_gd2
+    best.beta_z = (bm + bj) * gain
+    wd = bm * bm + bj * bj + 2.0 * bm * bj * best_kappa - best.beta_z * best.beta_z
+    best.degradation = wd if wd > 0.0 else 0.0
 
 
 cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double* degradation) noexcept nogil:
@@ -505,8 +671,12 @@ cdef class Expansion:
         self.s.length = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.owner = <int64_t*> malloc(capacity * sizeof(int64_t))
         self.s.work = <double*> calloc(n_cols + 1, sizeof(double))
-        self.s.row_gd2 = <double*> malloc(capacity * sizeof(double))
-        self.s.row_kappa = <double*> malloc(capacity * sizeof(double))
+        # zeroed: partner_by_table reads (and then discards) the row's entry of the new SV's slot
+        self.s.row_gd2 = <double*> calloc(capacity, sizeof(double))
+        self.s.row_kappa = <double*> calloc(capacity, sizeof(double))
+        self.s.cand_kappa = <double*> calloc(capacity, sizeof(double))
+        self.s.cand_gd2 = <double*> calloc(capacity, sizeof(double))
+        self.s.cand_slot = <int64_t*> calloc(capacity, sizeof(int64_t))
         self.s.row_of = -1
         self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
@@ -517,7 +687,8 @@ cdef class Expansion:
                 raise MemoryError()
         if (self.s.beta == NULL or self.s.beta_avg == NULL or self.s.sqnorm == NULL or self.s.start == NULL
                 or self.s.length == NULL or self.s.owner == NULL or self.s.work == NULL
-                or self.s.row_gd2 == NULL or self.s.row_kappa == NULL
+                or self.s.row_gd2 == NULL or self.s.row_kappa == NULL or self.s.cand_kappa == NULL
+                or self.s.cand_gd2 == NULL or self.s.cand_slot == NULL
                 or reserve(&self.s, 1024) != 0):
             raise MemoryError()
 
@@ -531,6 +702,9 @@ cdef class Expansion:
         free(self.s.work)
         free(self.s.row_gd2)
         free(self.s.row_kappa)
+        free(self.s.cand_kappa)
+        free(self.s.cand_gd2)
+        free(self.s.cand_slot)
         free(self.s.dense)
         free(self.s.pool_ind)
         free(self.s.pool_val)
@@ -675,6 +849,22 @@ def table_search(double share, double gd2):
     cdef double gain, kappa = exp(-gd2)
     cdef double h = table_h(share, gd2, kappa, &gain)
     return h, gain, table_degradation(share, kappa)
+
+
+def set_candidate_pruning(bint on):
+    """Turn the merge's candidate pruning (KAPPA_BOUND) off or on again, for tests: without it
+    every candidate is interpolated, the reference the pruned ranking must match bit for bit."""
+    global prune_candidates
+    prune_candidates = on
+
+
+def kappa_bound(double kappa):
+    """KAPPA_BOUND of kappa's column (for tests): a lower bound of W~(s, kappa) / s^2, s in (0, 1/2]."""
+    ensure_merge_table()
+    cdef int a, b
+    cdef double fa, fb
+    table_cell(0.0, kappa, &a, &b, &fa, &fb)
+    return KAPPA_BOUND[b]
 
 
 def golden_search(double share, double gd2, double precision):

@@ -198,6 +198,84 @@ def test_merge_table_against_the_exact_search():
         assert abs(interpolated - best) <= 2e-4
 
 
+def test_kappa_bound_is_below_every_ranked_degradation():
+    """The pruning bound of the table ranking: for the smallest SV (s = beta_m / (beta_m + beta_j)
+    in (0, 1/2]) the interpolated W~(s, kappa) / s^2 is never below the bound of kappa's column,
+    over random points, grid nodes, s = 1/2 and kappa near 0 and 1; and the bound is useful (well
+    above 0 away from kappa 1)."""
+    from svmtrain._budget import kappa_bound
+    rng = np.random.default_rng(21)
+    shares = np.concatenate([rng.uniform(1e-6, 0.5, 3000), np.arange(1, 101) / 200.0, [0.5] * 50])
+    kappas = np.concatenate([rng.uniform(0.0, 1.0, 3000), rng.integers(0, 201, 100) / 200.0,
+                             rng.uniform(0.999, 1.0, 25), rng.uniform(0.0, 1e-3, 25)])
+    rng.shuffle(kappas)
+    for share, kappa in zip(shares, kappas):
+        gd2 = -np.log(kappa) if kappa > 0 else 800.0
+        _, _, interpolated = table_search(share, gd2)
+        assert interpolated / share ** 2 >= kappa_bound(np.exp(-gd2))
+    assert kappa_bound(0.5) > 0.1 and kappa_bound(0.9) > 0.003
+    assert all(kappa_bound(k) >= kappa_bound(k + 0.01) for k in np.linspace(0, 0.98, 50))
+
+
+def _random_expansion(rng, n, n_cols, gamma, dense_points=True):
+    """n SVs on few distinct points (duplicates: kappa 1) with betas from a short list (ties in
+    |beta| and in the ranked degradation), both signs."""
+    points = rng.normal(scale=0.4, size=(max(n // 3, 2), 3))
+    cols = rng.choice(n_cols, 3, replace=False) if not dense_points else np.arange(3)
+    cols.sort()
+    X = points[rng.integers(0, len(points), n)]
+    beta = rng.choice([0.25, 0.5, 0.5, 1.0, 2.0], n) * rng.choice([-1.0, 1.0], n, p=[0.3, 0.7])
+    return Expansion.from_arrays(n_cols, gamma, beta, np.arange(0, 3 * n + 1, 3), np.tile(cols, n),
+                                 X.ravel(), capacity=n)
+
+
+@pytest.mark.parametrize("n_cols", [3, 60000])   # the dense mirror, and sparse rows only (too wide)
+def test_pruned_merge_choice_is_the_full_scans(n_cols):
+    """The table ranking skips candidates by a bound; the merges must be those of interpolating every
+    candidate, bit for bit (the same partner on ties: the lowest slot), merge after merge."""
+    from svmtrain._budget import set_candidate_pruning
+    rng = np.random.default_rng(7 + n_cols)
+    for trial in range(40):
+        n, gamma = int(rng.integers(2, 60)), float(rng.choice([0.1, 1.0, 5.0, 50.0]))
+        seed = int(rng.integers(1 << 30))
+        choices = []
+        for prune in (True, False):
+            set_candidate_pruning(prune)
+            try:
+                e = _random_expansion(np.random.default_rng(seed), n, n_cols, gamma, n_cols == 3)
+                choices.append([e.merge_once(0.01, table=True) for _ in range(n - 1)] + [e.export()])
+            finally:
+                set_candidate_pruning(True)
+        pruned, full = choices
+        for a, b in zip(pruned[:-1], full[:-1]):
+            assert a == b
+        for a, b in zip(pruned[-1], full[-1]):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("optimizer", ["bsca", "bsgd"])
+def test_pruned_merges_train_the_same_model(shared, optimizer):
+    """End to end on a9a's first 3000 rows, budget 100 (thousands of merges, most of them reusing
+    the margin's kernel row): with and without the candidate pruning the same model, bit for bit."""
+    from svmtrain._budget import set_candidate_pruning
+    path = shared("a9a/a9a.xz", max_lines=3000)
+    block = data.load(str(path))
+    task = task_class("binary").from_training_data(block, str(path))
+    results = []
+    for prune in (True, False):
+        set_candidate_pruning(prune)
+        try:
+            results.append(train_budgeted(task, block, str(path), C=32.0, gamma=2.0 ** -7, budget=100,
+                                          epochs=2, optimizer=optimizer, seed=3, epoch_objectives=False))
+        finally:
+            set_candidate_pruning(True)
+    pruned, full = results
+    assert pruned.merges == full.merges > 1000
+    for a, b in zip(pruned.support_vectors[0], full.support_vectors[0]):
+        assert np.array_equal(a, b)
+    assert pruned.primal == full.primal and pruned.dual == full.dual
+
+
 def test_table_merge_is_close_to_the_golden_merge():
     """Whole merges with the table: the same SV to merge, a degradation that is the direct norm of
     the merged model's error, and within 1e-4 (relative to (beta_m + beta_j)^2) of the best over all
