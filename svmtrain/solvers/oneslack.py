@@ -77,6 +77,31 @@ pricing gives each original row its distinct row's violation, summed in file ord
 verify-bound sums. The sample start samples the original rows, then merges (sampling the
 distinct rows, whose summed costs are very uneven, measured no better).
 
+More planes per oracle pass, tried in prototypes, measured no faster, so a pass adds one plane
+(iterations of the whole problem at the oneslack-speed gaps, kddcup99 multiclass 1/5 / a9a /
+kddcup99 binary, against 119 / 152 / 29):
+- band planes: plane(tau) takes the worst offender of every example with H_i(q) > tau (valid for
+  any tau; tau < 0 adds the near-violators, tau > 0 drops the weak violators), so that the QP can
+  include margin examples in part. tau = +-0.2, +-0.5 or four bands, all added or only those
+  violated at w(beta), on the sample too or not: 117-133 / 146-155 / 33-35. A band moves its
+  examples together; the optimum needs each margin example's own fraction.
+- a slack per shard (disaggregated cuts: each shard's part of the pass is a plane of its own
+  group, the QP bounds each group's duals by 1; D stays a lower bound): 59 / 116 / 14 iterations,
+  examples scored 4.70M / 3.26M / 6.83M -> 3.75M / 3.04M / 4.38M; but the QP over 3-5 times the
+  planes takes 10-20 times the pair steps, and the multiclass passes took no less time for fewer
+  examples scored (best of 3, shared machine, planes dropped after 5 idle QPs, which keeps the QP
+  smallest: 0.59 / 0.19 / 0.32 s -> 0.93 / 0.47 / 0.26 s). One-slack planes mixing one shard's
+  part of this pass with the rest of the last pass: 86 / 122 / 26 iterations, slower for the same
+  reason.
+- OCAS's exact line search between w_best and w(beta), then q = w_best + 0.05 (w(beta) - w_best):
+  90 / 77 / 20 iterations, but the search needs the scores at w(beta), which screening cannot skip
+  (a9a: every example; kddcup99 binary: 6.3M of the 9.4M).
+Also tried and left out: a new reference point by recentering (the rows certain at q keep their
+decision, their radius less the move's bound; only the others scored). The passes that ask for a
+new reference are those the probe finds would score 70% or more, so the recentering scored 98.7k
+of the 98.8k rows anyway (kddcup99 1/5 multiclass, 16 full passes -> 3, examples scored -6% at
+-e 4.9e-3, +11% at 2e-3 from the weaker radii).
+
 Planes are stored sparse (sorted columns and values), chosen by measurement: a sector plane
 (105 classes x 55k features, n_w = 5.8M) has 0.38M-0.61M nonzeros (7-11%), a conll2000 plane
 4-14% of w, so a sparse plane takes a fifth of a dense one's memory and a Gram row (a gather per
