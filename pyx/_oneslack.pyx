@@ -480,6 +480,74 @@ cdef inline double _signed_move(double x, double d_best, double upper, double lo
     return 0.0
 
 
+cdef inline void _class_scores(double* S, const double* W, const int64_t* indices,
+                               const double* data, int64_t start, int64_t end, int64_t n_cols,
+                               int64_t K, bint use_bias, double bias) noexcept nogil:
+    """S[k] = w_k . x for the row of nonzeros start..end (w feature-major: W[col * K + k]; columns
+    at or past n_cols ignored; the bias weights at n_cols * K), summed as block_scores does. Four
+    nonzeros per sweep over S: S[k] = (((S[k] + a) + b) + c) + d rounds as the one-at-a-time sum
+    does, with a quarter of the loads and stores of S (raw pointers: the K-long loops vectorize)."""
+    cdef const double* rows[4]
+    cdef const double* w0
+    cdef const double* w1
+    cdef const double* w2
+    cdef const double* w3
+    cdef double vals[4]
+    cdef double v0, v1, v2, v3, v
+    cdef int64_t p, k, col, held = 0
+    for k in range(K):
+        S[k] = 0.0
+    for p in range(start, end):
+        col = indices[p]
+        if col < n_cols:
+            rows[held] = W + col * K
+            vals[held] = data[p]
+            held += 1
+            if held == 4:
+                w0, w1, w2, w3 = rows[0], rows[1], rows[2], rows[3]
+                v0, v1, v2, v3 = vals[0], vals[1], vals[2], vals[3]
+                for k in range(K):
+                    S[k] = S[k] + w0[k] * v0 + w1[k] * v1 + w2[k] * v2 + w3[k] * v3
+                held = 0
+    for p in range(held):
+        w0 = rows[p]
+        v = vals[p]
+        for k in range(K):
+            S[k] += w0[k] * v
+    if use_bias:
+        for k in range(K):
+            S[k] += W[n_cols * K + k] * bias
+
+
+def _checked_csr(indptr, indices, data, bint columns=True):
+    """The CSR arrays as contiguous int64 / float64 and the number of rows, checked for what the
+    nogil loops trust: ordered row bounds inside the stores and (columns) no negative column."""
+    ip = np.ascontiguousarray(indptr, dtype=np.int64)
+    ind = np.ascontiguousarray(indices, dtype=np.int64)
+    dat = np.ascontiguousarray(data, dtype=np.float64)
+    n = ip.shape[0] - 1
+    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
+            or ind.shape[0] != dat.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    if columns and ip[n] and ind[:ip[n]].min() < 0:
+        raise ValueError("a negative column index")
+    return ip, ind, dat, n
+
+
+def _checked_labels(labels, int64_t n, int64_t K):
+    """(sign, cls): binary (K = 0) the +-1 labels as float64 and an empty cls; multiclass the
+    class indices 0..K-1 as int64 and an empty sign; one per row."""
+    if K == 0:
+        y = np.ascontiguousarray(labels, dtype=np.float64)
+        if y.shape[0] != n or not np.all(np.abs(y) == 1):
+            raise ValueError("binary labels must be +1 or -1, one per row")
+        return y, np.zeros(0, np.int64)
+    y = np.ascontiguousarray(labels, dtype=np.int64)
+    if y.shape[0] != n or (n and (y.min() < 0 or y.max() >= K)):
+        raise ValueError("class labels must be in 0..K-1, one per row")
+    return np.zeros(0), y
+
+
 cdef class ScreenedOracle:
     """The 1-slack plane of one shard's rows with oracle screening (above): binary (K = 0, labels
     y_i = +-1: x_i1 = y_i x_i, l_i1 = 1) or multiclass (K classes, labels 0..K-1, the zero-one
@@ -504,32 +572,13 @@ cdef class ScreenedOracle:
 
     def __init__(self, indptr, indices, data, int64_t n_cols, int64_t n_w, labels, C, double bias,
                  bint use_bias, int64_t K):
-        ip = np.ascontiguousarray(indptr, dtype=np.int64)
-        ind = np.ascontiguousarray(indices, dtype=np.int64)
-        dat = np.ascontiguousarray(data, dtype=np.float64)
+        ip, ind, dat, n = _checked_csr(indptr, indices, data)
         cost = np.ascontiguousarray(C, dtype=np.float64)
-        n = ip.shape[0] - 1
-        if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
-                or ind.shape[0] != dat.shape[0]:
-            raise ValueError("inconsistent CSR arrays")
-        if ip[n] and ind[:ip[n]].min() < 0:
-            raise ValueError("a negative column index")
         if cost.shape[0] != n or not np.all(np.isfinite(cost)):
             raise ValueError("C must hold one finite cost per row")
         if K < 0 or n_cols < 0 or max(K, 1) * (n_cols + (1 if use_bias else 0)) > n_w:
             raise ValueError("the columns reach beyond w")
-        if K == 0:
-            y = np.ascontiguousarray(labels, dtype=np.float64)
-            if y.shape[0] != n or not np.all(np.abs(y) == 1):
-                raise ValueError("binary labels must be +1 or -1, one per row")
-            self.sign = y
-            self.cls = np.zeros(0, np.int64)
-        else:
-            y = np.ascontiguousarray(labels, dtype=np.int64)
-            if y.shape[0] != n or (n and (y.min() < 0 or y.max() >= K)):
-                raise ValueError("class labels must be in 0..K-1, one per row")
-            self.cls = y
-            self.sign = np.zeros(0)
+        self.sign, self.cls = _checked_labels(labels, n, K)
         self.indptr, self.indices, self.data, self.C = ip, ind, dat, cost
         self.n, self.n_cols, self.n_w, self.K = n, n_cols, n_w, K
         self.bias, self.use_bias = bias, use_bias
@@ -722,15 +771,9 @@ cdef class ScreenedOracle:
         cdef bint certain
         cdef double[::1] S = self.scores
         cdef double* Sp = &S[0]          # raw pointers: the K-long inner loops vectorize
-        cdef const double* wp
-        cdef const double* rows[4]
-        cdef const double* w0
-        cdef const double* w1
-        cdef const double* w2
-        cdef const double* w3
-        cdef double vals[4]
-        cdef double v0, v1, v2, v3
-        cdef int64_t held
+        cdef const double* Wp = &w[0] if w.shape[0] else NULL
+        cdef const int64_t* Ip = &self.indices[0] if self.indices.shape[0] else NULL
+        cdef const double* Xp = &self.data[0] if self.data.shape[0] else NULL
         for i in range(self.n):
             yi = self.cls[i]
             if not refresh:
@@ -741,31 +784,8 @@ cdef class ScreenedOracle:
                 if certain:
                     continue
             scored += 1
-            for k in range(K):
-                Sp[k] = 0.0
-            # four nonzeros per sweep over S: S[k] = (((S[k] + a) + b) + c) + d rounds as the
-            # one-at-a-time sum does, with a quarter of the loads and stores of S
-            held = 0
-            for p in range(self.indptr[i], self.indptr[i + 1]):
-                col = self.indices[p]
-                if col < self.n_cols:
-                    rows[held] = &w[col * K]
-                    vals[held] = self.data[p]
-                    held += 1
-                    if held == 4:
-                        w0, w1, w2, w3 = rows[0], rows[1], rows[2], rows[3]
-                        v0, v1, v2, v3 = vals[0], vals[1], vals[2], vals[3]
-                        for k in range(K):
-                            Sp[k] = Sp[k] + w0[k] * v0 + w1[k] * v1 + w2[k] * v2 + w3[k] * v3
-                        held = 0
-            for p in range(held):
-                wp = rows[p]
-                v = vals[p]
-                for k in range(K):
-                    Sp[k] += wp[k] * v
-            if self.use_bias:
-                for k in range(K):
-                    S[k] += w[self.n_cols * K + k] * self.bias
+            _class_scores(Sp, Wp, Ip, Xp, self.indptr[i], self.indptr[i + 1], self.n_cols, K,
+                          self.use_bias, self.bias)
             sy = S[yi]
             best = -INFINITY
             second = -INFINITY
@@ -831,14 +851,9 @@ def distinct_rows(indptr, indices, data, target):
     and their values agree bit for bit (so every score, loss and plane term of the two is the same).
     Returns (first, inverse): first[c] = the first row of class c, ascending (classes are numbered
     in order of first occurrence); inverse[i] = the class of row i."""
-    ip = np.ascontiguousarray(indptr, dtype=np.int64)
-    ind = np.ascontiguousarray(indices, dtype=np.int64)
-    dat = np.ascontiguousarray(data, dtype=np.float64)
+    ip, ind, dat, n_rows = _checked_csr(indptr, indices, data, columns=False)
     tgt = np.ascontiguousarray(target, dtype=np.float64)
-    cdef int64_t n = ip.shape[0] - 1
-    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
-            or ind.shape[0] != dat.shape[0]:
-        raise ValueError("inconsistent CSR arrays")
+    cdef int64_t n = n_rows
     if tgt.shape[0] != n:
         raise ValueError("target must have one entry per row")
     cdef int64_t size = 1
@@ -896,14 +911,9 @@ def distinct_rows(indptr, indices, data, target):
 def gather_rows(indptr, indices, data, rows):
     """The CSR arrays (indptr, indices, data) of the given rows, in that order (svmtrain.data.
     take_rows, by whole-row copies)."""
-    ip = np.ascontiguousarray(indptr, dtype=np.int64)
-    ind = np.ascontiguousarray(indices, dtype=np.int64)
-    dat = np.ascontiguousarray(data, dtype=np.float64)
+    ip, ind, dat, n_rows = _checked_csr(indptr, indices, data, columns=False)
     picks = np.ascontiguousarray(rows, dtype=np.int64)
-    cdef int64_t n = ip.shape[0] - 1, m = picks.shape[0]
-    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
-            or ind.shape[0] != dat.shape[0]:
-        raise ValueError("inconsistent CSR arrays")
+    cdef int64_t n = n_rows, m = picks.shape[0]
     if m and (picks.min() < 0 or picks.max() >= n):
         raise ValueError("a row outside the block")
     out_ptr = np.zeros(m + 1, np.int64)
@@ -935,28 +945,12 @@ def row_violations(indptr, indices, data, int64_t n_cols, labels, int64_t K, w, 
     Every sum is taken in the order of the tasks' own `violations` (csr_scores; block_scores and
     multiclass_worst), so the values are theirs bit for bit (the primal verify-bound recomputes),
     without their n x K score matrix. Columns at or past n_cols are ignored, as there."""
-    ip = np.ascontiguousarray(indptr, dtype=np.int64)
-    ind = np.ascontiguousarray(indices, dtype=np.int64)
-    dat = np.ascontiguousarray(data, dtype=np.float64)
+    ip, ind, dat, n_rows = _checked_csr(indptr, indices, data)
     wv = np.ascontiguousarray(w, dtype=np.float64)
-    cdef int64_t n = ip.shape[0] - 1
-    if n < 0 or ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[n] > ind.shape[0] \
-            or ind.shape[0] != dat.shape[0]:
-        raise ValueError("inconsistent CSR arrays")
-    if ip[n] and ind[:ip[n]].min() < 0:
-        raise ValueError("a negative column index")
+    cdef int64_t n = n_rows
     if K < 0 or n_cols < 0 or wv.shape[0] < max(K, 1) * (n_cols + (1 if use_bias else 0)):
         raise ValueError("the columns reach beyond w")
-    if K == 0:
-        y_f = np.ascontiguousarray(labels, dtype=np.float64)
-        y_i = np.zeros(0, np.int64)
-        if y_f.shape[0] != n or not np.all(np.abs(y_f) == 1):
-            raise ValueError("binary labels must be +1 or -1, one per row")
-    else:
-        y_i = np.ascontiguousarray(labels, dtype=np.int64)
-        y_f = np.zeros(0)
-        if y_i.shape[0] != n or (n and (y_i.min() < 0 or y_i.max() >= K)):
-            raise ValueError("class labels must be in 0..K-1, one per row")
+    y_f, y_i = _checked_labels(labels, n, K)
     out = np.empty(n, np.float64)
     scores = np.zeros(max(K, 1))
     cdef const int64_t[::1] P = ip
@@ -969,10 +963,9 @@ def row_violations(indptr, indices, data, int64_t n_cols, labels, int64_t K, w, 
     cdef double[::1] S = scores
     cdef double* Sp = &S[0]
     cdef const double* Wp = &W[0] if W.shape[0] else NULL
-    cdef const double* rows[4]
-    cdef const double* wp
-    cdef double vals[4]
-    cdef int64_t i, p, col, k, j, yi, held
+    cdef const int64_t* Ip = &I[0] if I.shape[0] else NULL
+    cdef const double* Xp = &X[0] if X.shape[0] else NULL
+    cdef int64_t i, p, col, j, yi
     cdef double s, v, best, sy
     with nogil:
         for i in range(n):
@@ -986,29 +979,7 @@ def row_violations(indptr, indices, data, int64_t n_cols, labels, int64_t K, w, 
                     s += W[n_cols] * bias
                 H[i] = 1.0 - sign[i] * s
                 continue
-            for k in range(K):
-                Sp[k] = 0.0
-            # four nonzeros per sweep over S: (((S + a) + b) + c) + d rounds as one at a time does
-            held = 0
-            for p in range(P[i], P[i + 1]):
-                col = I[p]
-                if col < n_cols:
-                    rows[held] = Wp + col * K
-                    vals[held] = X[p]
-                    held += 1
-                    if held == 4:
-                        for k in range(K):
-                            Sp[k] = (Sp[k] + rows[0][k] * vals[0] + rows[1][k] * vals[1]
-                                     + rows[2][k] * vals[2] + rows[3][k] * vals[3])
-                        held = 0
-            for p in range(held):
-                wp = rows[p]
-                v = vals[p]
-                for k in range(K):
-                    Sp[k] += wp[k] * v
-            if use_bias:
-                for k in range(K):
-                    Sp[k] += Wp[n_cols * K + k] * bias
+            _class_scores(Sp, Wp, Ip, Xp, P[i], P[i + 1], n_cols, K, use_bias, bias)
             yi = cls[i]
             sy = Sp[yi]
             best = -INFINITY
