@@ -355,6 +355,22 @@ def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touc
     return n_touched
 
 
+cdef inline double _row_dot(const double* w, const int64_t* indices, const double* data,
+                           int64_t start, int64_t end, int64_t n_cols, bint use_bias,
+                           double bias) noexcept nogil:
+    """w . x for the row of nonzeros start..end (columns at or past n_cols ignored; the bias
+    weight at w[n_cols]), summed in the order of the binary task's own scores."""
+    cdef double s = 0.0
+    cdef int64_t p, col
+    for p in range(start, end):
+        col = indices[p]
+        if col < n_cols:
+            s += w[col] * data[p]
+    if use_bias:
+        s += w[n_cols] * bias
+    return s
+
+
 def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
                 int64_t n_cols, const double[::1] y, const double[::1] C, const double[::1] w,
                 double bias, bint use_bias, double[::1] scratch, unsigned char[::1] mark,
@@ -365,7 +381,7 @@ def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const dou
     The bias weight, when used, is w[n_cols] with feature value `bias`. Runs without the GIL."""
     cdef int64_t n = indptr.shape[0] - 1, n_w = scratch.shape[0], i, p, col, count = 0
     cdef int64_t bias_col = n_cols
-    cdef double s, h, a, loss = 0.0, b = 0.0
+    cdef double h, a, loss = 0.0, b = 0.0
     if y.shape[0] != n or C.shape[0] != n:
         raise ValueError("y and C must have one entry per row")
     if w.shape[0] != n_w or mark.shape[0] != n_w or touched.shape[0] < n_w:
@@ -380,16 +396,12 @@ def hinge_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const dou
     for p in range(indptr[n]):
         if indices[p] < 0:
             raise ValueError("a negative column index")
+    cdef const double* Wp = &w[0] if w.shape[0] else NULL
+    cdef const int64_t* Ip = &indices[0] if indices.shape[0] else NULL
+    cdef const double* Xp = &data[0] if data.shape[0] else NULL
     with nogil:
         for i in range(n):
-            s = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                col = indices[p]
-                if col < n_cols:
-                    s += w[col] * data[p]
-            if use_bias:
-                s += w[bias_col] * bias
-            h = 1.0 - y[i] * s
+            h = 1.0 - y[i] * _row_dot(Wp, Ip, Xp, indptr[i], indptr[i + 1], n_cols, use_bias, bias)
             if h <= 0.0:
                 continue
             loss += C[i] * h
@@ -728,8 +740,11 @@ cdef class ScreenedOracle:
 
     cdef int64_t _hinge(self, const double[::1] w, bint refresh, double rho, double* loss,
                         double* b) noexcept nogil:
-        cdef int64_t i, p, col, scored = 0
+        cdef int64_t i, scored = 0
         cdef double s, h
+        cdef const double* Wp = &w[0] if w.shape[0] else NULL
+        cdef const int64_t* Ip = &self.indices[0] if self.indices.shape[0] else NULL
+        cdef const double* Xp = &self.data[0] if self.data.shape[0] else NULL
         for i in range(self.n):
             if not refresh:
                 if self.decision[i]:
@@ -737,13 +752,8 @@ cdef class ScreenedOracle:
                 if self.safe[i] > rho:
                     continue
             scored += 1
-            s = 0.0
-            for p in range(self.indptr[i], self.indptr[i + 1]):
-                col = self.indices[p]
-                if col < self.n_cols:
-                    s += w[col] * self.data[p]
-            if self.use_bias:
-                s += w[self.n_cols] * self.bias
+            s = _row_dot(Wp, Ip, Xp, self.indptr[i], self.indptr[i + 1], self.n_cols,
+                         self.use_bias, self.bias)
             h = 1.0 - self.sign[i] * s
             if refresh:
                 self.decision[i] = h > 0.0
@@ -965,19 +975,13 @@ def row_violations(indptr, indices, data, int64_t n_cols, labels, int64_t K, w, 
     cdef const double* Wp = &W[0] if W.shape[0] else NULL
     cdef const int64_t* Ip = &I[0] if I.shape[0] else NULL
     cdef const double* Xp = &X[0] if X.shape[0] else NULL
-    cdef int64_t i, p, col, j, yi
-    cdef double s, v, best, sy
+    cdef int64_t i, j, yi
+    cdef double v, best, sy
     with nogil:
         for i in range(n):
             if K == 0:
-                s = 0.0
-                for p in range(P[i], P[i + 1]):
-                    col = I[p]
-                    if col < n_cols:
-                        s += W[col] * X[p]
-                if use_bias:
-                    s += W[n_cols] * bias
-                H[i] = 1.0 - sign[i] * s
+                H[i] = 1.0 - sign[i] * _row_dot(Wp, Ip, Xp, P[i], P[i + 1], n_cols, use_bias,
+                                                bias)
                 continue
             _class_scores(Sp, Wp, Ip, Xp, P[i], P[i + 1], n_cols, K, use_bias, bias)
             yi = cls[i]

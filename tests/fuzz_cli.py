@@ -63,7 +63,7 @@ COMBOS = [(t, m) for m in ("n-slack", "1-slack", "online-dual") for t in
 BAD_LINE = 5   # the line a line mutation breaks (1-based)
 
 
-def _features_at(line, k=0):
+def _features_at(line):
     """(prefix tokens, feature tokens) of a line."""
     toks = line.split()
     i = 1
@@ -72,27 +72,13 @@ def _features_at(line, k=0):
     return toks[:i], toks[i:]
 
 
-def _set_value(v):
+def _set_feature(at, index=None, value=None):
+    """A line mutation: the feature at position `at` (0 or -1) gets `index` and/or `value`."""
     def f(line):
         head, feats = _features_at(line)
-        idx = feats[0].split(b":")[0]
-        return b" ".join(head + [idx + b":" + v] + feats[1:])
-    return f
-
-
-def _set_index(i):
-    def f(line):
-        head, feats = _features_at(line)
-        val = feats[0].split(b":")[1]
-        return b" ".join(head + [i + b":" + val] + feats[1:])
-    return f
-
-
-def _set_last_index(i):
-    def f(line):
-        head, feats = _features_at(line)
-        val = feats[-1].split(b":")[1]
-        return b" ".join(head + feats[:-1] + [i + b":" + val])
+        idx, val = feats[at].split(b":", 1)
+        feats[at] = (idx if index is None else index) + b":" + (val if value is None else value)
+        return b" ".join(head + feats)
     return f
 
 
@@ -125,13 +111,13 @@ def _set_head(tok):
 
 # mutations of line BAD_LINE that make it malformed: (name, function)
 BAD_LINES = [
-    ("value nan", _set_value(b"nan")), ("value inf", _set_value(b"inf")),
-    ("value 1e999", _set_value(b"1e999")), ("value 0x1", _set_value(b"0x1")),
-    ("value empty", _set_value(b"")), ("value -", _set_value(b"-")),
-    ("index 0", _set_index(b"0")), ("index -1", _set_index(b"-1")),
-    ("index 2^64", _set_index(b"18446744073709551616")),
-    ("index 2^63", _set_index(b"9223372036854775808")),
-    ("index huge", _set_index(b"1" * 40)), ("index 1.5", _set_index(b"1.5")),
+    ("value nan", _set_feature(0, value=b"nan")), ("value inf", _set_feature(0, value=b"inf")),
+    ("value 1e999", _set_feature(0, value=b"1e999")), ("value 0x1", _set_feature(0, value=b"0x1")),
+    ("value empty", _set_feature(0, value=b"")), ("value -", _set_feature(0, value=b"-")),
+    ("index 0", _set_feature(0, index=b"0")), ("index -1", _set_feature(0, index=b"-1")),
+    ("index 2^64", _set_feature(0, index=b"18446744073709551616")),
+    ("index 2^63", _set_feature(0, index=b"9223372036854775808")),
+    ("index huge", _set_feature(0, index=b"1" * 40)), ("index 1.5", _set_feature(0, index=b"1.5")),
     ("unsorted", _swap), ("duplicate", _dup), ("missing target", _no_target),
     ("target nan", _set_target(b"nan")), ("target inf", _set_target(b"-inf")),
     ("target junk", _set_target(b"abc")),
@@ -170,21 +156,22 @@ def odd_files(task, content):
                                                                      if t.startswith((b"qid:", b"cost:")))
                                     for l in lines) + b"\n",
         "no features at all": b"\n".join(l.split()[0] for l in lines) + b"\n",
-        "huge values 1e300": b"\n".join(_set_value(b"1e300")(l) for l in lines) + b"\n",
+        "huge values 1e300": b"\n".join(_set_feature(0, value=b"1e300")(l) for l in lines) + b"\n",
         "huge values 1e200 all": b"\n".join(b" ".join(t.split(b":")[0] + b":1e200" if b":" in t and not
                                                      t.startswith((b"qid", b"cost")) else t
                                                      for t in l.split()) for l in lines) + b"\n",
-        "tiny values 1e-320": b"\n".join(_set_value(b"1e-320")(l) for l in lines) + b"\n",
-        "big index 2^62": b"\n".join(lines[:3] + [_set_last_index(b"4611686018427387904")(lines[3])] + lines[4:]) + b"\n",
-        "big index 1e12": b"\n".join(lines[:3] + [_set_last_index(b"1000000000000")(lines[3])] + lines[4:]) + b"\n",
-        "big index 2^31": b"\n".join(lines[:3] + [_set_last_index(b"2147483648")(lines[3])] + lines[4:]) + b"\n",
-        "big index 3e8": b"\n".join(lines[:3] + [_set_last_index(b"300000000")(lines[3])] + lines[4:]) + b"\n",
+        "tiny values 1e-320": b"\n".join(_set_feature(0, value=b"1e-320")(l) for l in lines) + b"\n",
         "huge target 1e300": _target_all(b"\n".join(lines), b"1e300") if task in ("regression", "constraints")
         else b"\n".join([b"1e300 " + b" ".join(lines[0].split()[1:])] + lines[1:]),
         "negative targets": _target_all(b"\n".join(lines), b"-3"),
         "cost tiny": b"\n".join(_set_head(b"cost:1e-300")(l) for l in lines) + b"\n",
         "cost huge": b"\n".join(_set_head(b"cost:1e300")(l) for l in lines) + b"\n",
     }
+    # the last feature of line 4 at an index past what a model can hold, or barely inside
+    for name, index in (("2^62", b"4611686018427387904"), ("1e12", b"1000000000000"),
+                        ("2^31", b"2147483648"), ("3e8", b"300000000")):
+        out[f"big index {name}"] = b"\n".join(lines[:3] + [_set_feature(-1, index=index)(lines[3])]
+                                              + lines[4:]) + b"\n"
     if task in ("binary", "multiclass", "sequence", "ranking"):
         out["one class"] = _target_all(b"\n".join(lines), b"1") + b"\n"
     if task in ("binary", "multiclass"):

@@ -25,6 +25,16 @@ def random_cache(seed, n_rows=14, n_cols=6, n_groups=5, density=0.6, bias=None, 
         bias=bias)
 
 
+def binary_cache(seed, n, n_cols):
+    """LIBLINEAR's case: n groups of one, scales +-1, margins 1, one C (the two-kind table)."""
+    c = random_cache(seed, n_rows=n, n_cols=n_cols, n_groups=n)
+    c.group = np.arange(n)
+    c.term_scale = np.sign(c.term_scale)
+    c.margin = np.ones(n)
+    c.C_group = np.full(n, 0.5)
+    return c
+
+
 def random_store(rng, seed, n_rows, n_cols, density, unit_row):
     """A CSR store, plus (unit_row) a last row with one 1.0 in column 0, as the sequence task has."""
     X = sp.random(n_rows, n_cols, density=density, random_state=seed, format="csr")
@@ -385,12 +395,8 @@ def test_terms_determinism_hot_start_and_shrinking():
 def test_approximate_bounds_keep_up_with_the_steps(kind):
     """approximate_bounds() is O(1): ||w||^2 and sum l_c a_c are updated by each step (single and pair),
     so its dual must match the one computed afresh from alpha and w, shrinking or not."""
-    if kind == "binary":   # LIBLINEAR's case: groups of one, scale +-1, one C (the two-kind table)
-        c = random_cache(4, n_rows=80, n_cols=10, n_groups=80)
-        c.group = np.arange(80)
-        c.term_scale = np.sign(c.term_scale)
-        c.margin = np.ones(80)
-        c.C_group = np.full(80, 0.5)
+    if kind == "binary":
+        c = binary_cache(4, 80, 10)
     elif kind == "groups":
         c = random_cache(4, n_rows=60, n_cols=8, n_groups=12, shared_rows=True)
     elif kind == "terms":
@@ -415,11 +421,7 @@ def test_shrunk_gap_is_what_the_shrunk_constraints_hold(kind):
     out of the active set holds C_g max(0, max_c g_c) - sum_c a_c g_c, an active one with shrunk
     constraints the rise of C_g max(0, max_c g_c) they cause; 0 once all are active again."""
     if kind == "binary":
-        c = random_cache(6, n_rows=200, n_cols=10, n_groups=200)
-        c.group = np.arange(200)
-        c.term_scale = np.sign(c.term_scale)
-        c.margin = np.ones(200)
-        c.C_group = np.full(200, 0.5)
+        c = binary_cache(6, 200, 10)
     elif kind == "groups":
         c = random_cache(6, n_rows=120, n_cols=8, n_groups=30, shared_rows=True)
     else:

@@ -218,7 +218,7 @@ class _Shard:
         self.problem = problem
         self.cache = Constraints.empty()
         self.age = np.zeros(0, np.int64)      # the iteration each cached constraint was last used
-        self.signs = None                     # binary: y_i, once
+        self.labels = None                    # binary, multiclass: (labels, K) for the passes, once
         self.screen = None                    # binary, multiclass: a ScreenedOracle, once
 
     def __getstate__(self):
@@ -815,20 +815,17 @@ def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=
     # that costs less than a pass over the shard's rows
     if ref is not None and _screens(task) and len(w) <= int(problem.indptr[-1]):
         if shard.screen is None:
-            binary = type(task) is Binary
-            labels = (task.signs(block, problem.path) if binary
-                      else task.label_index(block, problem.path))
+            labels, K = _labels(shard, task)
             shard.screen = ScreenedOracle(problem.indptr, problem.indices, problem.data,
                                           problem.n_cols, len(w), labels, problem.C,
                                           0.0 if problem.bias is None else float(problem.bias),
-                                          problem.bias is not None, 0 if binary else task.K)
+                                          problem.bias is not None, K)
         return scratch.screened(shard.screen, np.ascontiguousarray(w, dtype=np.float64), ref, rho,
                                 move or None)
     if type(task) is Binary:
-        # one scoring pass that also sums the plane (the signs are the shard's, computed once)
-        if shard.signs is None:
-            shard.signs = np.ascontiguousarray(task.signs(block, problem.path), dtype=np.float64)
-        return (*scratch.hinge(problem, shard.signs, np.ascontiguousarray(w, dtype=np.float64)), n)
+        # one scoring pass that also sums the plane
+        return (*scratch.hinge(problem, _labels(shard, task)[0],
+                               np.ascontiguousarray(w, dtype=np.float64)), n)
     agg = task.aggregated_offender(w, problem, block)
     if agg is not None:
         loss, plane = agg
@@ -866,16 +863,25 @@ def _merges(task):
     return task.grouping == "row" and task.name in ("binary", "multiclass")
 
 
+def _labels(shard, task):
+    """(labels, K) of the shard's rows for the Cython passes: binary (K = 0) the signs +-1,
+    multiclass the class indices; computed once per shard."""
+    if shard.labels is None:
+        problem = shard.problem
+        if type(task) is Binary:
+            shard.labels = (np.ascontiguousarray(task.signs(shard.block, problem.path),
+                                                 dtype=np.float64), 0)
+        else:
+            shard.labels = (task.label_index(shard.block, problem.path), task.K)
+    return shard.labels
+
+
 def _violations(shard, scratch, task, w):
     """H_i of the shard's rows at w (row_violations, the tasks' own values bit for bit)."""
-    problem, block = shard.problem, shard.block
-    binary = type(task) is Binary
-    if binary and shard.signs is None:
-        shard.signs = np.ascontiguousarray(task.signs(block, problem.path), dtype=np.float64)
-    labels = shard.signs if binary else task.label_index(block, problem.path)
+    problem = shard.problem
+    labels, K = _labels(shard, task)
     return row_violations(problem.indptr, problem.indices, problem.data, problem.n_cols, labels,
-                          0 if binary else task.K, w,
-                          0.0 if problem.bias is None else float(problem.bias),
+                          K, w, 0.0 if problem.bias is None else float(problem.bias),
                           problem.bias is not None)
 
 
