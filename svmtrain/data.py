@@ -131,16 +131,21 @@ def repeated_run(qid, starts):
     return int(starts[np.setdiff1d(np.arange(len(run_qids)), first)[0]])
 
 
-def check_features(block: "Block", path: str, zero_based: bool = False) -> None:
-    """Raise DataError at the first row whose feature index no model can have (MAX_FEATURES)."""
-    if block.n_features <= MAX_FEATURES:
+def check_features(block: "Block", path: str, zero_based: bool = False, labels: int = 1,
+                   labels_noun: str = "labels") -> None:
+    """Raise DataError at the first row whose feature index no model can have: MAX_FEATURES, and
+    with one weight block per label (labels > 1: multiclass, sequence), at most 2**31 - 1 weights
+    in all, the kernels' int32 offsets (labels x (features + the bias))."""
+    limit = MAX_FEATURES if labels <= 1 else min(MAX_FEATURES, (2**31 - 1) // labels - 1)
+    if block.n_features <= limit:
         return
-    at = int(np.argmax(block.indices >= MAX_FEATURES))
+    at = int(np.argmax(block.indices >= limit))
     row = int(np.searchsorted(block.indptr, at, side="right")) - 1
     index = int(block.indices[at]) + (0 if zero_based else 1)
-    largest = MAX_FEATURES - 1 if zero_based else MAX_FEATURES
+    largest = limit - 1 if zero_based else limit
+    model = "a model" if labels <= 1 else f"a model of {labels} {labels_noun}"
     raise DataError(path, int(block.line[row]),
-                    f"feature index {index} is above the largest a model can have, {largest}")
+                    f"feature index {index} is above the largest {model} can have, {largest}")
 
 
 def check_norms(block: "Block", path: str) -> None:

@@ -113,6 +113,21 @@ def test_feature_index_no_model_can_have(tmp_path, mode, index):
     _assert_refused(r, out, f"{data}:4:", f"feature index {index} is above the largest")
 
 
+@pytest.mark.parametrize("mode", ["n-slack", "1-slack"])
+def test_feature_index_no_multiclass_model_can_have(tmp_path, mode):
+    """pendigits' 10 classes x 3e8 features pass the 2**31 - 1 weights the kernels index: refused
+    at the line (the Crammer-Singer kernel's ValueError traceback before)."""
+    data = tmp_path / "d.svm"
+    lines = _lines(_head("pendigits_scale.train.sample", 40))
+    data.write_bytes(_with_line(b"\n".join(lines), 4, lines[3] + b" 300000000:1"))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["train", "-q", "-t", "multiclass", "-m", mode, str(data),
+                                  str(out / "m")])
+    _assert_refused(r, out, f"{data}:4:", "feature index 300000000 is above the largest a model "
+                                          "of 10 classes can have, 214748363")
+
+
 def test_feature_index_beyond_the_model_is_fine_to_predict(tmp_path, binary_model):
     """predict and verify-bound ignore features the model does not have (as LIBLINEAR)."""
     data = tmp_path / "d.svm"
@@ -243,18 +258,27 @@ def test_nonneg_unicode_digit(tmp_path):
 def test_edited_nslack_state(tmp_path, key, value):
     """A hand-edited --save-state file whose single values have the wrong type: refused by name
     (float('x') / int('x') raised from the loader before)."""
+    r, out, state = _warm_start_from_edited_state(tmp_path, [], key, value)
+    _assert_refused(r, out, str(state), f"{key} must be a single")
+
+
+def _warm_start_from_edited_state(tmp_path, mode, key, value):
+    """Train on BINARY with --save-state, set the state's `key` to `value` (None: every entry
+    1e308), warm-start a second run from it into an empty folder: (result, folder, state)."""
     data = tmp_path / "d.svm"
     data.write_bytes(BINARY)
     state = tmp_path / "s.npz"
-    r = CliRunner().invoke(main, ["train", "-q", "--save-state", str(state), str(data), str(tmp_path / "m0")])
+    r = CliRunner().invoke(main, ["train", "-q", *mode, "--save-state", str(state), str(data),
+                                  str(tmp_path / "m0")])
     assert r.exit_code == 0, r.output
     arrays = dict(np.load(state))
     arrays[key] = np.full_like(arrays[key], 1e308) if value is None else value
     np.savez(state, **arrays)
     out = tmp_path / "out"
     out.mkdir()
-    r = CliRunner().invoke(main, ["train", "-q", "--warm-start", str(state), str(data), str(out / "m")])
-    _assert_refused(r, out, str(state), f"{key} must be a single")
+    r = CliRunner().invoke(main, ["train", "-q", *mode, "--warm-start", str(state), str(data),
+                                  str(out / "m")])
+    return r, out, state
 
 
 def test_state_with_overflowing_term_scale(tmp_path):
@@ -329,19 +353,7 @@ def test_online_shuffle_window_split_sentence(tmp_path):
     ("data", None, "overflow"),        # every plane value at 1e308
 ])
 def test_edited_oneslack_state(tmp_path, key, value, reason):
-    data = tmp_path / "d.svm"
-    data.write_bytes(BINARY)
-    state = tmp_path / "s.npz"
-    r = CliRunner().invoke(main, ["train", "-q", "-m", "1-slack", "--save-state", str(state), str(data),
-                                  str(tmp_path / "m0")])
-    assert r.exit_code == 0, r.output
-    arrays = dict(np.load(state))
-    arrays[key] = np.full_like(arrays[key], 1e308) if value is None else value
-    np.savez(state, **arrays)
-    out = tmp_path / "out"
-    out.mkdir()
-    r = CliRunner().invoke(main, ["train", "-q", "-m", "1-slack", "--warm-start", str(state), str(data),
-                                  str(out / "m")])
+    r, out, state = _warm_start_from_edited_state(tmp_path, ["-m", "1-slack"], key, value)
     _assert_refused(r, out, str(state), reason)
 
 

@@ -203,6 +203,8 @@ def _train(train_file, model_file, task_name, mode, C, epsilon, bias, seed, max_
     # live on a unit row in column 0, so featureless data still needs that column
     block.n_features = max(block.n_features, 1)
     task = task_class(task_name).from_training_data(block, train_file, options)
+    if getattr(task, "K", 1) > 1:      # one weight block per label: the width the kernels index
+        data.check_features(block, train_file, zero_based, task.K, task.labels_noun)
     run = ControlledRun(task, controls, control_options, block, train_file, bias, C)
     if state_files and state_files["warm_start_file"]:
         from svmtrain.solvers.oneslack import read_state
