@@ -93,6 +93,8 @@ cdef struct Store:
     double* cand_kappa
     double* cand_gd2
     int64_t* cand_slot
+    # kernel values k(x~_m, x~_j) merges have computed afresh (not read from the margin's row), ever
+    int64_t fresh_kernels
 
 
 cdef int reserve(Store* s, int64_t extra) noexcept nogil:
@@ -511,6 +513,7 @@ cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept n
         else:
             gd2 = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], kernel_dot(s, m, j))
             kappa = exp(-gd2)
+            s.fresh_kernels += 1
         h = golden_h(bm / (bm + bj), gd2, kappa, precision, &gain)
         bz = (bm + bj) * gain
         wd = bm * bm + bj * bj + 2.0 * bm * bj * kappa - bz * bz
@@ -564,6 +567,7 @@ cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) 
             if s.beta[j] * bm > 0.0 and j != m:
                 s.cand_gd2[j] = s.gamma * sq_distance(s.sqnorm[m], s.sqnorm[j], kernel_dot(s, m, j))
                 key[j] = exp(-s.cand_gd2[j])
+                s.fresh_kernels += 1
         if s.dense == NULL:
             unscatter(s, s.pool_ind, s.start[m], s.start[m] + s.length[m])
         gd2_of = s.cand_gd2
@@ -678,6 +682,7 @@ cdef class Expansion:
         self.s.cand_gd2 = <double*> calloc(capacity, sizeof(double))
         self.s.cand_slot = <int64_t*> calloc(capacity, sizeof(int64_t))
         self.s.row_of = -1
+        self.s.fresh_kernels = 0
         self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
         self.s.pool_ind, self.s.pool_val, self.s.dense = NULL, NULL, NULL
@@ -716,6 +721,13 @@ cdef class Expansion:
     @property
     def capacity(self):
         return self.s.cap_sv
+
+    @property
+    def fresh_kernel_values(self):
+        """Kernel values merges have computed afresh since the expansion was made: one per
+        same-sign candidate of a merge whose smallest SV is not the example whose margin was just
+        computed (that one's row is reused at no cost)."""
+        return self.s.fresh_kernels
 
     @property
     def gamma(self):
@@ -806,7 +818,9 @@ cdef class Expansion:
             raise ValueError("nothing to merge")
         if table:
             ensure_merge_table()
+        cdef int64_t fresh = self.s.fresh_kernels
         cdef MergeChoice c = choose_merge(&self.s, precision, table)
+        self.s.fresh_kernels = fresh   # the merge below computes the same choice: counted once
         cdef double wd = 0.0
         if merge(&self.s, precision, table, NULL, &wd) != 0:
             raise MemoryError()
@@ -933,8 +947,14 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                double step_tol=0.0, int32_t[::1] skip_left=None, int32_t[::1] skip_next=None,
                double shrink=INFINITY):
     """One BSCA epoch over a fresh permutation. Returns (merges, weight degradation, steps,
-    margins computed). merge_table: the precomputed merge search, else golden-section search to
-    `precision`.
+    margins computed, kernel values computed). merge_table: the precomputed merge search, else
+    golden-section search to `precision`.
+
+    Kernel values k(x, x~_j), the machine-independent cost of the epoch: a margin costs the SVs
+    the model holds then; a merge costs one per same-sign candidate when its smallest SV is not
+    the example whose margin was just computed (else that margin's kernel row is reused, at no
+    cost). Not counted: the few exponentials of a merge's h search and of the averaged
+    coefficients' projections (a fixed handful per merge, none of them a kernel row).
 
     Two departures from Alg. 2 as printed, both off with their defaults (step_tol 0, shrink inf):
     step_tol: a step |delta a_i| < step_tol is not taken. Against a budgeted model the margin of a
@@ -970,6 +990,7 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     cdef Store* s = &e.s
     s.track_avg = average
     cdef int64_t t, i, merges = 0, steps = 0, margins = 0, status = STATUS_OK
+    cdef int64_t kernel_values = 0, fresh_before = s.fresh_kernels
     cdef double room
     cdef double f, a, v, delta, coef, weight = 0.0, degradation = 0.0
     cdef int64_t j
@@ -990,6 +1011,7 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
             if shrinking and skip_left[i] > 0:
                 skip_left[i] -= 1
                 continue
+            kernel_values += s.n_sv
             f = expansion_at(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i])
             margins += 1
             if regression:   # soft threshold, then the box [-C_i, C_i]; Q_ii = 1
@@ -1039,7 +1061,8 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 break
     if status == STATUS_NOMEM:
         raise MemoryError("out of memory for the support vectors")
-    return merges, degradation, steps, margins
+    kernel_values += s.fresh_kernels - fresh_before
+    return merges, degradation, steps, margins, kernel_values
 
 
 def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,
@@ -1049,7 +1072,8 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                bint regression, double p, bint merge_table=True):
     """One BSGD epoch. The store holds S = sum of n C_i y_i phi(x_i) over violations, the model is
     S / (steps so far); clock[0] counts the steps. count[i] += 1 (regression: the sign) per
-    violation of i. Returns (merges, weight degradation of S, violations)."""
+    violation of i. Returns (merges, weight degradation of S, violations, kernel values computed:
+    counted as bsca_epoch counts them)."""
     cdef int64_t n = indptr.shape[0] - 1
     _check_epoch(e, indptr, indices, data, n, sqnorm, y, cost, count, slot_of, perm, rng, budget, precision)
     if clock.shape[0] != 1 or clock[0] < 0:
@@ -1057,6 +1081,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     cdef Store* s = &e.s
     s.track_avg = False
     cdef int64_t t, i, merges = 0, violations = 0, status = STATUS_OK
+    cdef int64_t kernel_values = 0, fresh_before = s.fresh_kernels
     cdef double f, coef, degradation = 0.0
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
     cdef const double* pv = &data[0] if data.shape[0] else NULL
@@ -1067,6 +1092,7 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
             clock[0] += 1
             f = 0.0
             if clock[0] >= 2:
+                kernel_values += s.n_sv
                 f = expansion_at(s, pi, pv, indptr[i], indptr[i + 1], sqnorm[i]) / (clock[0] - 1)
             if regression:
                 if y[i] - f > p:
@@ -1088,7 +1114,8 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
                 break
     if status == STATUS_NOMEM:
         raise MemoryError("out of memory for the support vectors")
-    return merges, degradation, violations
+    kernel_values += s.fresh_kernels - fresh_before
+    return merges, degradation, violations, kernel_values
 
 
 cdef _check_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indices,

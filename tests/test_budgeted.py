@@ -361,7 +361,7 @@ def test_train_predict_verify_round_trip(tmp_path):
     rows = [line.split() for line in trace.read_text().splitlines()[1:]]
     assert [int(r[0]) for r in rows] == [1, 2, 3]
     assert float(rows[-1][2]) == m.primal and float(rows[-1][3]) == m.dual   # primal, dual
-    assert 0.7 < float(rows[-1][-1]) <= 1.0                                  # validation accuracy
+    assert 0.7 < float(rows[-1][8]) <= 1.0                                   # validation accuracy
 
     r = run("predict", "--scores", HEART, model, out)
     assert r.exit_code == 0, r.output
@@ -623,16 +623,22 @@ def test_average_option(tmp_path):
     assert r.exit_code == 2 and "--average" in r.output
 
 
-def _replay_epoch(K, y, C, a, order, step_tol=0.0, shrink=np.inf, skip_left=None, skip_next=None):
+def _replay_epoch(K, y, C, a, order, step_tol=0.0, shrink=np.inf, skip_left=None, skip_next=None,
+                  beta=None):
     """One epoch of bias-free coordinate ascent with the exact kernel, in numpy, with BSCA's step
-    tolerance and shrinking as documented: returns the number of margins computed."""
-    margins = 0
+    tolerance and shrinking as documented: returns the number of margins computed and the kernel
+    values they cost, the support vectors held at each. beta (optional, kept across epochs): each
+    example's coefficient y_i a_i summed step by step as the model sums it; x_i is a support vector
+    while its sum is not 0 (no budget: nothing is merged)."""
+    margins = kernels = 0
+    beta = np.zeros(len(a)) if beta is None else beta
     for i in order:
         if skip_left is not None and skip_left[i] > 0:
             skip_left[i] -= 1
             continue
         yf = y[i] * (K[i] @ (a * y))
         margins += 1
+        kernels += np.count_nonzero(beta)
         room = yf - 1.0 if a[i] == 0.0 else (1.0 - yf if a[i] == C else -1.0)
         if skip_left is not None:
             if room >= shrink:
@@ -641,8 +647,9 @@ def _replay_epoch(K, y, C, a, order, step_tol=0.0, shrink=np.inf, skip_left=None
                 skip_next[i] = 1
         new = np.clip(a[i] + 1.0 - yf, 0.0, C)
         if abs(new - a[i]) >= step_tol:
+            beta[i] += (new - a[i]) * y[i]
             a[i] = new
-    return margins
+    return margins, kernels
 
 
 @pytest.mark.parametrize("step_tol, shrink", [(0.0, np.inf), (0.3, np.inf), (0.0, 0.5), (0.2, 0.0)])
@@ -650,7 +657,8 @@ def test_step_tolerance_and_shrinking_replayed(heart100, step_tol, shrink):
     """No merging (B >= n): BSCA's epochs with a step tolerance and shrinking are coordinate ascent
     that skips the small steps and rests the shrunk examples, replayed in numpy over 6 epochs with
     the exact kernel (same a, same number of margins computed); step_tol 0 and shrink inf are Alg. 2
-    (every visit computes its margin)."""
+    (every visit computes its margin). The kernel values an epoch counts are the support vectors
+    held at each margin, summed."""
     from svmtrain._budget import bsca_epoch
     block = data.load(str(heart100))
     task = task_class("binary").from_training_data(block, str(heart100))
@@ -660,14 +668,17 @@ def test_step_tolerance_and_shrinking_replayed(heart100, step_tol, shrink):
     skip_left, skip_next = np.zeros(n, dtype=np.int32), np.ones(n, dtype=np.int32)
     K, y = rbf(dense(block), dense(block), gamma), args["y"]
     a, left, nxt = np.zeros(n), np.zeros(n, dtype=np.int32), np.ones(n, dtype=np.int32)
+    beta = np.zeros(n)
     skipped = 0
     for _ in range(6):
-        merges, _, _, margins = bsca_epoch(
+        merges, _, _, margins, kernels = bsca_epoch(
             e, block.indptr, block.indices, block.data, args["sqnorm"], y, args["cost"], args["alpha"],
             args["slot_of"], args["perm"], args["rng"], n, 0.01, False, 0.0, True, None, 0,
             step_tol, skip_left, skip_next, shrink)
-        expected = _replay_epoch(K, y, C, a, args["perm"], step_tol, shrink, left, nxt)
+        expected, expected_kernels = _replay_epoch(K, y, C, a, args["perm"], step_tol, shrink, left, nxt,
+                                                   beta)
         assert merges == 0 and margins == expected
+        assert kernels == expected_kernels and e.n_sv == np.count_nonzero(beta)
         assert np.allclose(args["alpha"], a, atol=1e-9)
         assert np.array_equal(skip_left, left) and np.array_equal(skip_next, nxt)
         skipped += n - margins
@@ -711,3 +722,159 @@ def test_step_tolerance_zero_and_no_shrinking_is_alg2(heart100):
     shrunk = train_budgeted(task, block, str(heart100), C=2.0, gamma=0.2, budget=10, epochs=3,
                             seed=7, average=False, shrink=0.0, step_tol=0.0)
     assert not np.array_equal(shrunk.support_vectors[0][0], beta)
+
+
+def test_bsgd_kernel_values_without_merging_replayed(heart100):
+    """No merging (B >= n): BSGD's epoch counts one kernel value per support vector held at each
+    margin (none at the very first step, which has no margin), replayed in numpy with the exact
+    kernel over 3 epochs: S sums n C y_i over the violations, f~ = K S / (steps before)."""
+    from svmtrain._budget import bsgd_epoch
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    C, gamma, n = 2.0, 0.2, block.n_rows
+    args = _epoch_inputs(block, task, C)
+    e = Expansion(block.n_features, gamma, n + 1)
+    clock = np.zeros(1, dtype=np.int64)
+    K, y = rbf(dense(block), dense(block), gamma), args["y"]
+    S, t = np.zeros(n), 0
+    for _ in range(3):
+        merges, _, violations, kernels = bsgd_epoch(
+            e, block.indptr, block.indices, block.data, args["sqnorm"], y, args["cost"], args["alpha"],
+            args["slot_of"], args["perm"], args["rng"], clock, n, 0.01, False, 0.0)
+        expected_kernels = expected_violations = 0
+        for i in args["perm"]:
+            t += 1
+            f = 0.0
+            if t >= 2:
+                expected_kernels += np.count_nonzero(S)
+                f = K[i] @ S / (t - 1)
+            if y[i] * f < 1.0:
+                S[i] += n * C * y[i]
+                expected_violations += 1
+        assert merges == 0 and violations == expected_violations
+        assert kernels == expected_kernels > 0 and e.n_sv == np.count_nonzero(S)
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["dense rows", "sparse rows"])
+@pytest.mark.parametrize("table", [True, False], ids=["table", "golden"])
+def test_a_merge_counts_its_fresh_kernel_row(wide, table):
+    """A merge whose kernel row is not known (merge_once: never) computes one kernel value per SV
+    of the smallest one's sign, the smallest itself excepted; the other SVs cost nothing."""
+    rng = np.random.default_rng(5)
+    n, d = 15, 6
+    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.6)
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices = np.nonzero(X)[1].astype(np.int64)
+    beta = rng.uniform(0.2, 2.0, n) * np.where(np.arange(n) % 3 == 0, -1.0, 1.0)
+    e = Expansion.from_arrays(10 ** 6 if wide else d, 0.5, beta, indptr, indices, X[X != 0])
+    assert e.fresh_kernel_values == 0
+    seen = set()
+    while e.n_sv > 1:
+        b = e.export()[0]
+        before = e.fresh_kernel_values
+        m = e.merge_once(0.01, table=table)[0]
+        same_sign = int(np.sum(b * b[m] > 0.0)) - 1
+        assert e.fresh_kernel_values - before == same_sign
+        seen.add(same_sign)
+    assert 0 in seen and max(seen) >= 5   # a lone sign (no partner) and a full row both met
+
+
+def _far_away_model(block, P, magnitude, n_cols, positive):
+    """P support vectors far from every example (column block.n_features, values 1000 apart, so
+    every kernel value against the data and between them is exactly 0), `positive` of them with
+    +magnitude, the rest -magnitude; room for one more (the budget is P)."""
+    beta = np.where(np.arange(P) < positive, magnitude, -magnitude)
+    indptr = np.arange(P + 1, dtype=np.int64)
+    indices = np.full(P, block.n_features, dtype=np.int64)
+    return Expansion.from_arrays(n_cols, 0.2, beta, indptr, indices, 1000.0 * (1 + np.arange(P)),
+                                 capacity=P + 1)
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["dense rows", "sparse rows"])
+@pytest.mark.parametrize("table", [True, False], ids=["table", "golden"])
+def test_epoch_kernel_values_with_merges(heart100, wide, table):
+    """A budget of P far-away SVs of large |beta| (kernel 0 against every example, so every margin
+    is 0 and every visit steps): each step adds the example and merges it straight away, being the
+    smallest. BSCA: every merge reads the margin's kernel row, so an epoch costs exactly n P kernel
+    values. BSGD: the very first step has no margin, so its merge computes a fresh row, one kernel
+    value per far SV of the first example's sign; every later step costs P."""
+    from svmtrain._budget import bsca_epoch, bsgd_epoch
+    block = data.load(str(heart100))
+    task = task_class("binary").from_training_data(block, str(heart100))
+    n, P, positive = block.n_rows, 6, 4
+    n_cols = 10 ** 6 if wide else block.n_features + 1
+    args = _epoch_inputs(block, task, 2.0)
+    e = _far_away_model(block, P, 1e6, n_cols, positive)
+    for _ in range(2):
+        merges, _, steps, margins, kernels = bsca_epoch(
+            e, block.indptr, block.indices, block.data, args["sqnorm"], args["y"], args["cost"],
+            args["alpha"], args["slot_of"], args["perm"], args["rng"], P, 0.01, False, 0.0, table)
+        assert merges == steps == margins == n and kernels == n * P
+    assert e.fresh_kernel_values == 0 and e.n_sv == P
+
+    args = _epoch_inputs(block, task, 2.0)
+    e = _far_away_model(block, P, 1e6, n_cols, positive)
+    clock = np.zeros(1, dtype=np.int64)
+    for epoch in (1, 2):
+        merges, _, violations, kernels = bsgd_epoch(
+            e, block.indptr, block.indices, block.data, args["sqnorm"], args["y"], args["cost"],
+            args["alpha"], args["slot_of"], args["perm"], args["rng"], clock, P, 0.01, False, 0.0, table)
+        assert merges == violations == n
+        if epoch == 1:
+            first = args["perm"][0]   # the epoch's order: the permutation is shuffled in place
+            fresh = positive if args["y"][first] > 0 else P - positive
+            assert kernels == (n - 1) * P + fresh and e.fresh_kernel_values == fresh
+        else:
+            assert kernels == n * P and e.fresh_kernel_values == fresh
+
+
+@pytest.mark.parametrize("optimizer", ["bsca", "bsgd"])
+def test_kernel_values_on_a_budget(optimizer):
+    """heart_scale on a budget of 10 (merges of both kinds): an epoch's kernel values are its
+    margins' (each at most B SVs; BSGD's binary model never drops an SV, so a full one holds B at
+    every margin of epoch 2 on) plus its merges' fresh rows (at most B each); both counted."""
+    from svmtrain._budget import bsca_epoch, bsgd_epoch
+    block = data.load(str(HEART))
+    task = task_class("binary").from_training_data(block, str(HEART))
+    n, B = block.n_rows, 10
+    args = _epoch_inputs(block, task, 2.0)
+    e = Expansion(block.n_features, 0.2, B + 1)
+    clock = np.zeros(1, dtype=np.int64)
+    fresh_total = 0
+    for epoch in (1, 2, 3):
+        before = e.fresh_kernel_values
+        if optimizer == "bsca":
+            merges, _, _, margins, kernels = bsca_epoch(
+                e, block.indptr, block.indices, block.data, args["sqnorm"], args["y"], args["cost"],
+                args["alpha"], args["slot_of"], args["perm"], args["rng"], B, 0.01, False, 0.0)
+        else:
+            merges, _, _, kernels = bsgd_epoch(
+                e, block.indptr, block.indices, block.data, args["sqnorm"], args["y"], args["cost"],
+                args["alpha"], args["slot_of"], args["perm"], args["rng"], clock, B, 0.01, False, 0.0)
+            margins = n - 1 if epoch == 1 else n
+        fresh = e.fresh_kernel_values - before
+        fresh_total += fresh
+        assert merges > 0 and 0 <= fresh <= merges * B
+        assert kernels - fresh <= margins * B
+        if optimizer == "bsgd" and epoch >= 2:
+            assert e.n_sv == B and kernels == n * B + fresh
+    if optimizer == "bsgd":   # an old SV with one violation ties the new one, and the older wins
+        assert fresh_total > 0
+
+
+def test_trace_reports_kernel_values(tmp_path):
+    """--trace's last column: the epoch's kernel values, a positive integer, those train_budgeted
+    counts for the same run."""
+    trace = tmp_path / "trace"
+    r = run("train", "-m", "budgeted", "-c", "2", "-g", "0.2", "--budget", "20", "--epochs", "3",
+            "--trace", trace, "-q", HEART, tmp_path / "m")
+    assert r.exit_code == 0, r.output
+    lines = trace.read_text().splitlines()
+    assert lines[0].split()[-1] == "kernel_values" and len(lines) == 4
+    counts = [int(line.split()[-1]) for line in lines[1:]]
+    assert all(c > 0 for c in counts) and all(len(line.split()) == 10 for line in lines[1:])
+    block = data.load(str(HEART))
+    history = []
+    train_budgeted(task_class("binary").from_training_data(block, str(HEART)), block, str(HEART),
+                   C=2.0, gamma=0.2, budget=20, epochs=3, on_epoch=history.append, epoch_objectives=False)
+    assert counts == [h.kernel_values for h in history]

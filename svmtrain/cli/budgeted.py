@@ -142,13 +142,15 @@ def train_budgeted_command(train_file, model_file, task_name, C, epsilon, seed, 
         from tqdm import tqdm
         bar = tqdm(total=epochs, unit="epoch", desc="training", leave=False, file=sys.stderr)
     if trace:
-        trace.write("# epoch seconds primal dual gap relative_gap merges support_vectors validation\n")
+        trace.write("# epoch seconds primal dual gap relative_gap merges support_vectors validation "
+                    "kernel_values\n")
 
     def on_epoch(r):
         if trace:
             v = "-" if r.validation is None else repr(r.validation)
             trace.write(f"{r.epoch} {r.seconds:.6f} {r.primal!r} {r.dual!r} {r.primal - r.dual!r} "
-                        f"{solver.relative_gap(r.primal, r.dual)!r} {r.merges} {r.support_vectors} {v}\n")
+                        f"{solver.relative_gap(r.primal, r.dual)!r} {r.merges} {r.support_vectors} {v} "
+                        f"{r.kernel_values}\n")
             trace.flush()
         if bar is not None:
             bar.update(1)

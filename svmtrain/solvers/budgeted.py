@@ -77,6 +77,9 @@ class BudgetedEpoch:
     support_vectors: int
     validation: object = None
     margins: int = 0           # margins f~(x_i) computed in the epoch (BSCA's shrinking skips some)
+    # kernel values k(x, x~_j) computed in the epoch, summed over the sets: the margins' (the SVs
+    # held at each) and the merges' fresh kernel rows (bsca_epoch), a machine-independent cost
+    kernel_values: int = 0
 
 
 @dataclass
@@ -315,21 +318,23 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
     P = D = None
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        merges = margins = 0
+        merges = margins = kernel_values = 0
         for k, (e, st) in enumerate(zip(exps, state)):
             if optimizer == "bsca":
-                m, _, _, visits = bsca_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"],
-                                        cost, st["alpha"], st["slot_of"], st["perm"], st["rng"], budget,
-                                        merge_precision, regression, p, table, st["alpha_avg"], window,
-                                        step_tol, st["skip_left"], st["skip_next"],
-                                        np.inf if shrink is None else shrink)
+                m, _, _, visits, kernels = bsca_epoch(
+                    e, block.indptr, block.indices, block.data, sqnorm, st["y"], cost, st["alpha"],
+                    st["slot_of"], st["perm"], st["rng"], budget, merge_precision, regression, p, table,
+                    st["alpha_avg"], window, step_tol, st["skip_left"], st["skip_next"],
+                    np.inf if shrink is None else shrink)
             else:
-                m, _, _ = bsgd_epoch(e, block.indptr, block.indices, block.data, sqnorm, st["y"], cost,
-                                     st["alpha"], st["slot_of"], st["perm"], st["rng"], st["clock"],
-                                     budget, merge_precision, regression, p, table)
+                m, _, _, kernels = bsgd_epoch(
+                    e, block.indptr, block.indices, block.data, sqnorm, st["y"], cost, st["alpha"],
+                    st["slot_of"], st["perm"], st["rng"], st["clock"], budget, merge_precision,
+                    regression, p, table)
                 visits = n - 1 if epoch == 1 else n   # every step has a margin but the very first
             merges += m
             margins += visits
+            kernel_values += kernels
         seconds += time.perf_counter() - started
         merges_total += merges
         if on_epoch is not None:
@@ -342,7 +347,7 @@ def train_budgeted(task, block, path, *, C, gamma=None, budget=DEFAULT_BUDGET, e
                 metric = validation_metric(task, model_exps, validation)
             record = BudgetedEpoch(epoch, seconds, P if epoch_objectives else None,
                                    D if epoch_objectives else None, merges, sum(e.n_sv for e in exps), metric,
-                                   margins)
+                                   margins, kernel_values)
             history.append(record)
             on_epoch(record)
     if P is None or not epoch_objectives:
