@@ -178,21 +178,43 @@ cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept 
 cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b,
                          double sqn) noexcept nogil:
     """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn."""
-    cdef double f = 0.0, gd2, kappa
-    cdef int64_t j
+    cdef double f = 0.0, gd2, kappa, d
+    cdef int64_t j, p, n = s.n_sv, n_cols = s.n_cols
+    # local copies: the stores into the kernel row would otherwise reload every s.field (the
+    # extensions build with -fno-strict-aliasing)
+    cdef const double* beta = s.beta
+    cdef const double* sqnorm = s.sqnorm
+    cdef const double* dense = s.dense
+    cdef double* row_gd2 = s.row_gd2
+    cdef double* row_kappa = s.row_kappa
+    cdef double gamma = s.gamma
+    cdef const double* sv
+    # a training row has no column the model has not seen; a row to predict may (they meet zeros)
+    cdef bint unseen = False
+    for p in range(a, b):
+        unseen |= ind[p] >= n_cols
     s.row_of = -1
-    if s.dense == NULL:
-        scatter(s, ind, val, a, b)
-    for j in range(s.n_sv):
-        if s.dense != NULL:
-            gd2 = s.gamma * sq_distance(sqn, s.sqnorm[j], dense_dot(s, j, ind, val, a, b))
-        else:
-            gd2 = s.gamma * sq_distance(sqn, s.sqnorm[j], sv_dot(s, j))
+    if dense == NULL or unseen:
+        if dense == NULL:
+            scatter(s, ind, val, a, b)
+        for j in range(n):
+            d = dense_dot(s, j, ind, val, a, b) if dense != NULL else sv_dot(s, j)
+            gd2 = gamma * sq_distance(sqn, sqnorm[j], d)
+            kappa = exp(-gd2)
+            row_gd2[j], row_kappa[j] = gd2, kappa
+            f += beta[j] * kappa
+        if dense == NULL:
+            unscatter(s, ind, a, b)
+        return f
+    for j in range(n):   # the common case: the dense copies, no test per non-zero
+        sv = dense + j * n_cols
+        d = 0.0
+        for p in range(a, b):
+            d += val[p] * sv[ind[p]]
+        gd2 = gamma * sq_distance(sqn, sqnorm[j], d)
         kappa = exp(-gd2)
-        s.row_gd2[j], s.row_kappa[j] = gd2, kappa
-        f += s.beta[j] * kappa
-    if s.dense == NULL:
-        unscatter(s, ind, a, b)
+        row_gd2[j], row_kappa[j] = gd2, kappa
+        f += beta[j] * kappa
     return f
 
 
