@@ -542,6 +542,29 @@ def test_dense_and_sparse_support_vector_rows_agree():
     assert np.allclose(narrow.export()[0], wide.export()[0], rtol=1e-9)
 
 
+def test_rows_with_unseen_columns_score_by_the_exact_kernel():
+    """A row to predict may hold columns the model never saw: they meet zeros in every SV but count
+    in ||x - x~_j||^2. The dense layout takes a checked loop for such rows (training rows, checked
+    at the epoch's boundary, take the unchecked one); both layouts give the exact expansion."""
+    rng = np.random.default_rng(5)
+    n, d, gamma = 9, 5, 0.3
+    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.7)
+    beta = rng.uniform(0.2, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices, values = np.nonzero(X)[1].astype(np.int64), X[X != 0]
+    # rows over d + 3 columns: some with unseen columns (beyond d), some without
+    Z = rng.normal(size=(6, d + 3)) * (rng.uniform(size=(6, d + 3)) < 0.6)
+    Z[::2, d:] = 0.0
+    Z[1, d + 2] = 1.5
+    zp = np.concatenate([[0], np.cumsum((Z != 0).sum(1))]).astype(np.int64)
+    zi, zv = np.nonzero(Z)[1].astype(np.int64), Z[Z != 0]
+    Xw = np.hstack([X, np.zeros((n, 3))])
+    exact = np.exp(-gamma * ((Z[:, None, :] - Xw[None, :, :]) ** 2).sum(-1)) @ beta
+    for n_cols in (d, 10 ** 6):   # the dense layout, and sparse rows only
+        e = Expansion.from_arrays(n_cols, gamma, beta, indptr, indices, values)
+        assert np.allclose(e.decision_values(zp, zi, zv), exact, rtol=1e-12, atol=1e-12)
+
+
 def _epoch_inputs(block, task, C):
     from svmtrain._budget import row_sqnorms
     n = block.n_rows
