@@ -88,6 +88,11 @@ cdef struct Store:
     double* row_gd2
     double* row_kappa
     int64_t row_of
+    # and, from the same pass, the first slot of least |beta_j| and the first slot of largest kappa
+    # among the SVs with beta_j < 0 ([0]) and beta_j > 0 ([1]), -1 for none: the merge of a new SV
+    # that is the smallest needs no other pass to find its candidates' threshold
+    int64_t row_smallest
+    int64_t[2] row_nearest
     # partner_by_table's scratch, cap_sv each: the candidates' kappa (negative or NaN: not one),
     # gamma ||x_m - x_j||^2 of a fresh kernel row, the slots that pass the threshold
     double* cand_kappa
@@ -177,9 +182,11 @@ cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept 
 
 cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b,
                          double sqn) noexcept nogil:
-    """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn."""
-    cdef double f = 0.0, gd2, kappa, d
-    cdef int64_t j, p, n = s.n_sv, n_cols = s.n_cols
+    """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn; its
+    kernel row and the row's trackers (Store) on the side."""
+    cdef double f = 0.0, gd2, kappa, d, magnitude, least = INFINITY
+    cdef int64_t j, p, n = s.n_sv, n_cols = s.n_cols, smallest = -1
+    cdef int side
     # local copies: the stores into the kernel row would otherwise reload every s.field (the
     # extensions build with -fno-strict-aliasing)
     cdef const double* beta = s.beta
@@ -189,6 +196,8 @@ cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_
     cdef double* row_kappa = s.row_kappa
     cdef double gamma = s.gamma
     cdef const double* sv
+    cdef double[2] nearest = [-1.0, -1.0]
+    cdef int64_t[2] nearest_at = [-1, -1]
     # a training row has no column the model has not seen; a row to predict may (they meet zeros)
     cdef bint unseen = False
     for p in range(a, b):
@@ -199,22 +208,29 @@ cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_
             scatter(s, ind, val, a, b)
         for j in range(n):
             d = dense_dot(s, j, ind, val, a, b) if dense != NULL else sv_dot(s, j)
-            gd2 = gamma * sq_distance(sqn, sqnorm[j], d)
-            kappa = exp(-gd2)
-            row_gd2[j], row_kappa[j] = gd2, kappa
-            f += beta[j] * kappa
+            row_gd2[j] = gamma * sq_distance(sqn, sqnorm[j], d)
         if dense == NULL:
             unscatter(s, ind, a, b)
-        return f
-    for j in range(n):   # the common case: the dense copies, no test per non-zero
-        sv = dense + j * n_cols
-        d = 0.0
-        for p in range(a, b):
-            d += val[p] * sv[ind[p]]
-        gd2 = gamma * sq_distance(sqn, sqnorm[j], d)
-        kappa = exp(-gd2)
-        row_gd2[j], row_kappa[j] = gd2, kappa
+    else:
+        for j in range(n):   # the common case: the dense copies, no test per non-zero
+            sv = dense + j * n_cols
+            d = 0.0
+            for p in range(a, b):
+                d += val[p] * sv[ind[p]]
+            row_gd2[j] = gamma * sq_distance(sqn, sqnorm[j], d)
+    for j in range(n):
+        kappa = exp(-row_gd2[j])
+        row_kappa[j] = kappa
         f += beta[j] * kappa
+        # the trackers: updates are rare after the first few slots, so the branches are predicted
+        magnitude = fabs(beta[j])
+        if magnitude < least:
+            least, smallest = magnitude, j
+        side = beta[j] > 0.0
+        if kappa > nearest[side]:
+            nearest[side], nearest_at[side] = kappa, j
+    s.row_smallest = smallest
+    s.row_nearest[0], s.row_nearest[1] = nearest_at[0], nearest_at[1]
     return f
 
 
@@ -319,6 +335,7 @@ cdef bint merge_table_ready = False
 # are out (kappa_cut). -INFINITY (no pruning) from a column holding a negative W (rounding at kappa 1).
 cdef double KAPPA_BOUND[MERGE_GRID - 1]
 cdef bint prune_candidates = True   # False: every candidate interpolated (set_candidate_pruning)
+cdef bint merge_incoming = True     # False: a new SV is always stored before a merge (set_incoming_merge)
 
 
 cdef double best_h_fine(double share, double kappa, double* gain) noexcept nogil:
@@ -511,22 +528,28 @@ cdef struct MergeChoice:
     double gd2             # gamma ||x_m - x_partner||^2 of the chosen pair
 
 
-cdef MergeChoice choose_merge(Store* s, double precision, bint table) noexcept nogil:
-    """Alg. 1's choice: the SV with the smallest |beta|, its best same-sign partner and h. table:
-    candidates are ranked by the tabulated degradation, h is searched for the chosen one only."""
+cdef MergeChoice choose_merge(Store* s, int64_t m, double bm, int64_t n, double precision,
+                              bint table) noexcept nogil:
+    """Alg. 1's choice for m, the SV with the smallest |beta| (bm): its best same-sign partner
+    among slots 0 .. n-1, and h. m = n is the incoming row of place's fast path: not stored, its
+    kernel row the margin's. table: candidates are ranked by the tabulated degradation, h is
+    searched for the chosen one only."""
     cdef MergeChoice best
-    cdef int64_t j, m = smallest_magnitude(s.beta, s.n_sv)
+    cdef int64_t j
     best.m, best.partner, best.h = m, -1, 1.0
-    best.beta_z, best.degradation, best.gd2 = 0.0, s.beta[m] * s.beta[m], 0.0
-    cdef double bm = s.beta[m], bj, gd2, kappa, gain, h, bz, wd, dot
+    best.beta_z, best.degradation, best.gd2 = 0.0, bm * bm, 0.0
+    cdef double bj, gd2, kappa, gain, h, bz, wd
     # the smallest SV is often the example just added: its kernel row came with its margin
-    cdef bint cached = m == s.row_of
+    cdef bint cached = m == s.row_of or m == n
     if table:
-        partner_by_table(s, m, cached, &best)
+        if m == n:
+            partner_of_incoming(s, bm, &best)
+        else:
+            partner_by_table(s, m, bm, n, cached, &best)
         return best
     if s.dense == NULL and not cached:
         scatter(s, s.pool_ind, s.pool_val, s.start[m], s.start[m] + s.length[m])
-    for j in range(s.n_sv):
+    for j in range(n):
         bj = s.beta[j]
         if j == m or not (bj * bm > 0.0):
             continue
@@ -555,19 +578,20 @@ cdef inline double kernel_dot(Store* s, int64_t m, int64_t j) noexcept nogil:
     return sv_dot(s, j)
 
 
-cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) noexcept nogil:
-    """The partner of m ranked by the tabulated degradation, then h by table_h: best.partner the
-    first slot of least wd = (beta_m + beta_j)^2 W~(s, kappa), exactly as a scan of every
-    candidate would find it, but interpolating few of them. Most of the cost of a plain scan is
-    not the interpolation but mispredicted branches on the candidates' signs, so the passes below
-    run without branches on the candidates: (1) kappa of every candidate into s.cand_kappa, a
-    negative value or NaN for the others (m itself: its entry of the row is not part of the row),
-    and the largest; (2) the candidate of the largest kappa gives a first wd, hence a
-    kappa threshold below which no candidate can do better (KAPPA_BOUND, kappa_cut); (3) the slots
-    at or above it, in slot order, into s.cand_slot; (4) those are ranked as the plain scan
-    would (the threshold rising as better ones turn up), so ties still go to the lowest slot."""
-    cdef int64_t j, n = s.n_sv, count = 0, top
-    cdef double bm = s.beta[m], bj, kappa, wd, gain, cut, most
+cdef void partner_by_table(Store* s, int64_t m, double bm, int64_t n, bint cached,
+                           MergeChoice* best) noexcept nogil:
+    """The partner of the stored SV m among slots 0 .. n-1, ranked by the tabulated degradation,
+    then h by table_h: best.partner the first slot of least wd = (beta_m + beta_j)^2 W~(s, kappa),
+    exactly as a scan of every candidate would find it, but interpolating few of them. Most of the
+    cost of a plain scan is not the interpolation but mispredicted branches on the candidates'
+    signs, so the passes below run without branches on the candidates: (1) kappa of every
+    candidate into s.cand_kappa, a negative value or NaN for the others (m itself: its entry of
+    the row is not part of the row), and the largest; (2) the candidate of the largest kappa gives
+    a first wd, hence a kappa threshold below which no candidate can do better (KAPPA_BOUND,
+    kappa_cut); (3) the slots at or above it, in slot order, into s.cand_slot; (4) those are
+    ranked (rank_candidates)."""
+    cdef int64_t j, count = 0, top
+    cdef double bj, wd, cut, most
     # local copies of the store's pointers: extensions build with -fno-strict-aliasing, so a store
     # through key[j] would otherwise reload every s.field in the loops
     cdef double* key = s.cand_kappa
@@ -605,7 +629,40 @@ cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) 
     for j in range(n):
         slot[count] = j
         count += key[j] * (MERGE_GRID - 1) >= cut   # a non-candidate never passes: cut >= 0
-    cdef int64_t k
+    rank_candidates(s, bm, key, gd2_of, count, cut, best)
+
+
+cdef void partner_of_incoming(Store* s, double bm, MergeChoice* best) noexcept nogil:
+    """partner_by_table for the incoming row (place's fast path: m not stored, coefficient bm),
+    from the margin's kernel row and trackers: the margin's pass found the largest kappa of m's
+    sign, so one pass collects the slots at or above its threshold (the same choice, bit for bit:
+    only which candidates are interpolated can differ, by ties of the largest kappa)."""
+    cdef int64_t j, n = s.n_sv, count = 0, top = s.row_nearest[<int> (bm > 0.0)]
+    cdef int64_t* slot = s.cand_slot
+    cdef const double* beta = s.beta
+    cdef const double* row_kappa = s.row_kappa
+    if top < 0:   # no SV of m's sign
+        return
+    cdef double bj = beta[top], most = row_kappa[top], cut = 0.0
+    if prune_candidates:
+        cut = kappa_cut(bm * bm, (bm + bj) * (bm + bj) * table_degradation(bm / (bm + bj), most))
+    for j in range(n):   # without branches on the candidates, as partner_by_table
+        slot[count] = j
+        count += (row_kappa[j] * (MERGE_GRID - 1) >= cut) & (beta[j] * bm > 0.0)
+    rank_candidates(s, bm, row_kappa, s.row_gd2, count, cut, best)
+
+
+cdef void rank_candidates(Store* s, double bm, const double* key, const double* gd2_of, int64_t count,
+                          double cut, MergeChoice* best) noexcept nogil:
+    """The last step of partner_by_table and partner_of_incoming: the `count` slots in
+    s.cand_slot (in slot order; key[j] and gd2_of[j] their kappa and gamma ||x_m - x_j||^2),
+    those at or above the threshold `cut` ranked as a plain scan would (the threshold rising as
+    better ones turn up, so ties go to the lowest slot), then the exact h, coefficient and
+    degradation of the chosen pair."""
+    cdef int64_t k, j
+    cdef const int64_t* slot = s.cand_slot
+    cdef const double* beta = s.beta
+    cdef double bj, kappa, wd, gain
     cdef double best_gd2 = 0.0, best_kappa = 0.0
     for k in range(count):
         j = slot[k]
@@ -628,30 +685,40 @@ cdef void partner_by_table(Store* s, int64_t m, bint cached, MergeChoice* best) 
     best.degradation = wd if wd > 0.0 else 0.0
 
 
-cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double* degradation) noexcept nogil:
-    """Replace two SVs by one (Alg. 1). Returns -1 when memory runs out."""
-    cdef MergeChoice c = choose_merge(s, precision, table)
+cdef int merge(Store* s, MergeChoice c, const int64_t* in_ind, const double* in_val, int64_t in_a,
+               int64_t in_b, double in_avg, int64_t* slot_of, double* degradation) noexcept nogil:
+    """Apply a merge choice (Alg. 1): m and its partner become z = h x_m + (1-h) x_partner, in the
+    last slot. m stored (c.m < n_sv): its row is in the pool. Else m is the incoming row
+    in_ind/in_val[in_a:in_b] (every column below n_cols: training rows are checked for that) with
+    averaged coefficient in_avg, never stored. Returns -1 when memory runs out."""
     degradation[0] += c.degradation
+    cdef bint incoming = c.m >= s.n_sv
     if c.partner < 0:
-        remove_sv(s, c.m, slot_of)
+        if not incoming:
+            remove_sv(s, c.m, slot_of)
         return 0
     cdef int64_t m = c.m, j = c.partner
-    if reserve(s, s.length[m] + s.length[j]) != 0:
+    cdef int64_t m_length = (in_b - in_a) if incoming else s.length[m]
+    if reserve(s, m_length + s.length[j]) != 0:
         return -1
-    # z = h x_m + (1-h) x_j: the union of two sorted index lists, written after `used`
-    cdef int64_t p = s.start[m], pe = s.start[m] + s.length[m]
+    # z = h x_m + (1-h) x_j: the union of two sorted index lists, written after `used` (the pool
+    # pointers read after reserve, which may move it)
+    cdef const int64_t* m_ind = in_ind if incoming else s.pool_ind
+    cdef const double* m_val = in_val if incoming else s.pool_val
+    cdef int64_t p = in_a if incoming else s.start[m]
+    cdef int64_t pe = p + m_length
     cdef int64_t q = s.start[j], qe = s.start[j] + s.length[j]
     cdef int64_t out = s.used
     cdef double h = c.h, v, sqn = 0.0
     while p < pe or q < qe:
-        if q >= qe or (p < pe and s.pool_ind[p] < s.pool_ind[q]):
-            s.pool_ind[out], v = s.pool_ind[p], h * s.pool_val[p]
+        if q >= qe or (p < pe and m_ind[p] < s.pool_ind[q]):
+            s.pool_ind[out], v = m_ind[p], h * m_val[p]
             p += 1
-        elif p >= pe or s.pool_ind[q] < s.pool_ind[p]:
+        elif p >= pe or s.pool_ind[q] < m_ind[p]:
             s.pool_ind[out], v = s.pool_ind[q], (1.0 - h) * s.pool_val[q]
             q += 1
         else:
-            s.pool_ind[out], v = s.pool_ind[p], h * s.pool_val[p] + (1.0 - h) * s.pool_val[q]
+            s.pool_ind[out], v = m_ind[p], h * m_val[p] + (1.0 - h) * s.pool_val[q]
             p += 1
             q += 1
         if v != 0.0:
@@ -664,9 +731,11 @@ cdef int merge(Store* s, double precision, bint table, int64_t* slot_of, double*
     # projection avg_m k(x_m, z) + avg_j k(x_j, z) (k(x_m, z) = kappa^((1-h)^2), k(x_j, z) = kappa^(h^2))
     cdef double avg_z = 0.0
     if s.track_avg:
-        avg_z = (s.beta_avg[m] * exp(-c.gd2 * (1.0 - h) * (1.0 - h))
+        avg_z = ((in_avg if incoming else s.beta_avg[m]) * exp(-c.gd2 * (1.0 - h) * (1.0 - h))
                  + s.beta_avg[j] * exp(-c.gd2 * h * h))
-    if m > j:   # remove the higher slot first: the lower one does not move
+    if incoming:
+        remove_sv(s, j, slot_of)
+    elif m > j:   # remove the higher slot first: the lower one does not move
         remove_sv(s, m, slot_of)
         remove_sv(s, j, slot_of)
     else:
@@ -704,6 +773,7 @@ cdef class Expansion:
         self.s.cand_gd2 = <double*> calloc(capacity, sizeof(double))
         self.s.cand_slot = <int64_t*> calloc(capacity, sizeof(int64_t))
         self.s.row_of = -1
+        self.s.row_smallest, self.s.row_nearest[0], self.s.row_nearest[1] = -1, -1, -1
         self.s.fresh_kernels = 0
         self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
@@ -840,11 +910,10 @@ cdef class Expansion:
             raise ValueError("nothing to merge")
         if table:
             ensure_merge_table()
-        cdef int64_t fresh = self.s.fresh_kernels
-        cdef MergeChoice c = choose_merge(&self.s, precision, table)
-        self.s.fresh_kernels = fresh   # the merge below computes the same choice: counted once
+        cdef int64_t m = smallest_magnitude(self.s.beta, self.s.n_sv)
+        cdef MergeChoice c = choose_merge(&self.s, m, self.s.beta[m], self.s.n_sv, precision, table)
         cdef double wd = 0.0
-        if merge(&self.s, precision, table, NULL, &wd) != 0:
+        if merge(&self.s, c, NULL, NULL, 0, 0, 0.0, NULL, &wd) != 0:
             raise MemoryError()
         return c.m, c.partner, c.h, c.beta_z, c.degradation
 
@@ -892,6 +961,13 @@ def set_candidate_pruning(bint on):
     every candidate is interpolated, the reference the pruned ranking must match bit for bit."""
     global prune_candidates
     prune_candidates = on
+
+
+def set_incoming_merge(bint on):
+    """Turn place's fast path off or on again, for tests: without it a new SV is stored even when
+    it is the one merged at once, the reference the fast path must match bit for bit."""
+    global merge_incoming
+    merge_incoming = on
 
 
 def kappa_bound(double kappa):
@@ -948,6 +1024,21 @@ cdef int64_t place(Store* s, const int64_t* pi, const double* pv, int64_t start,
                 s.beta_avg[near] += s.beta_avg[j] * s.row_kappa[near]
             remove_sv(s, j, slot_of)
         return STATUS_OK
+    cdef int64_t m = -1
+    cdef MergeChoice c
+    if s.n_sv >= budget:   # x_i's SV takes the model over the budget: the smallest |beta| merges
+        # (the margin's pass found the first slot of least |beta| when the row is x_i's)
+        m = s.row_smallest if row_known and s.row_smallest >= 0 else smallest_magnitude(s.beta, s.n_sv)
+        if fabs(coef) < fabs(s.beta[m]):   # x_i's own (on a tie the stored SV's lower slot wins)
+            if row_known and merge_incoming:
+                # its partner comes from the margin's kernel row and z is written without storing
+                # x_i first: the same choice, slots and model as storing it and then merging
+                c = choose_merge(s, s.n_sv, coef, s.n_sv, precision, merge_table)
+                if merge(s, c, pi, pv, start, end, avg_coef, slot_of, degradation) != 0:
+                    return STATUS_NOMEM
+                merges[0] += 1
+                return STATUS_OK
+            m = s.n_sv   # the slot x_i is about to take
     if add_sv(s, pi, pv, start, end, sqn, coef, i) != 0:
         return STATUS_NOMEM
     s.beta_avg[s.n_sv - 1] = avg_coef
@@ -955,7 +1046,8 @@ cdef int64_t place(Store* s, const int64_t* pi, const double* pv, int64_t start,
     if row_known:
         s.row_of = s.n_sv - 1
     if s.n_sv > budget:
-        if merge(s, precision, merge_table, slot_of, degradation) != 0:
+        c = choose_merge(s, m, s.beta[m], s.n_sv, precision, merge_table)
+        if merge(s, c, NULL, NULL, 0, 0, 0.0, slot_of, degradation) != 0:
             return STATUS_NOMEM
         merges[0] += 1
     return STATUS_OK

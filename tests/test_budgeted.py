@@ -276,6 +276,34 @@ def test_pruned_merges_train_the_same_model(shared, optimizer):
     assert pruned.primal == full.primal and pruned.dual == full.dual
 
 
+@pytest.mark.parametrize("optimizer, search, task_name, rel", [
+    ("bsca", "table", "binary", "a9a.train.sample"), ("bsgd", "table", "binary", "a9a.train.sample"),
+    ("bsca", "golden", "binary", "a9a.train.sample"), ("bsca", "table", "regression",
+                                                        "cpusmall_scale.train.sample")])
+def test_incoming_merges_train_the_same_model(optimizer, search, task_name, rel):
+    """A new SV that is the smallest is merged without being stored (its partner from the margin's
+    kernel row and the margin's trackers, z from the example's row): the same model, bit for bit,
+    as storing it and then merging, with the same number of merges."""
+    from svmtrain._budget import set_incoming_merge
+    path = Path(__file__).parent.parent / "data" / rel
+    block = data.load(str(path))
+    task = task_class(task_name).from_training_data(block, str(path), {"p": 0.1})
+    results = []
+    for incoming in (True, False):
+        set_incoming_merge(incoming)
+        try:
+            results.append(train_budgeted(task, block, str(path), C=32.0, gamma=2.0 ** -3, budget=40,
+                                          epochs=3, optimizer=optimizer, merge_search=search, seed=5,
+                                          epoch_objectives=False))
+        finally:
+            set_incoming_merge(True)
+    fast, stored = results
+    assert fast.merges == stored.merges > 500
+    for a, b in zip(fast.support_vectors[0], stored.support_vectors[0]):
+        assert np.array_equal(a, b)
+    assert fast.primal == stored.primal and fast.dual == stored.dual
+
+
 def test_table_merge_is_close_to_the_golden_merge():
     """Whole merges with the table: the same SV to merge, a degradation that is the direct norm of
     the merged model's error, and within 1e-4 (relative to (beta_m + beta_j)^2) of the best over all
