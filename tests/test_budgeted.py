@@ -253,6 +253,24 @@ def test_pruned_merge_choice_is_the_full_scans(n_cols):
             assert np.array_equal(a, b)
 
 
+def _same_model_both_ways(switch, min_merges, task, block, path, **options):
+    """Train with a switch of the merge kernels on and off (a test setter, back on afterwards):
+    the same model, bit for bit, and the same number of merges (more than min_merges)."""
+    results = []
+    for on in (True, False):
+        switch(on)
+        try:
+            results.append(train_budgeted(task, block, str(path), C=32.0, epoch_objectives=False,
+                                          **options))
+        finally:
+            switch(True)
+    first, second = results
+    assert first.merges == second.merges > min_merges
+    for a, b in zip(first.support_vectors[0], second.support_vectors[0]):
+        assert np.array_equal(a, b)
+    assert first.primal == second.primal and first.dual == second.dual
+
+
 @pytest.mark.parametrize("optimizer", ["bsca", "bsgd"])
 def test_pruned_merges_train_the_same_model(shared, optimizer):
     """End to end on a9a's first 3000 rows, budget 100 (thousands of merges, most of them reusing
@@ -261,47 +279,24 @@ def test_pruned_merges_train_the_same_model(shared, optimizer):
     path = shared("a9a/a9a.xz", max_lines=3000)
     block = data.load(str(path))
     task = task_class("binary").from_training_data(block, str(path))
-    results = []
-    for prune in (True, False):
-        set_candidate_pruning(prune)
-        try:
-            results.append(train_budgeted(task, block, str(path), C=32.0, gamma=2.0 ** -7, budget=100,
-                                          epochs=2, optimizer=optimizer, seed=3, epoch_objectives=False))
-        finally:
-            set_candidate_pruning(True)
-    pruned, full = results
-    assert pruned.merges == full.merges > 1000
-    for a, b in zip(pruned.support_vectors[0], full.support_vectors[0]):
-        assert np.array_equal(a, b)
-    assert pruned.primal == full.primal and pruned.dual == full.dual
+    _same_model_both_ways(set_candidate_pruning, 1000, task, block, path, gamma=2.0 ** -7, budget=100,
+                          epochs=2, optimizer=optimizer, seed=3)
 
 
 @pytest.mark.parametrize("optimizer, search, task_name, rel", [
     ("bsca", "table", "binary", "a9a.train.sample"), ("bsgd", "table", "binary", "a9a.train.sample"),
-    ("bsca", "golden", "binary", "a9a.train.sample"), ("bsca", "table", "regression",
-                                                        "cpusmall_scale.train.sample")])
+    ("bsca", "golden", "binary", "a9a.train.sample"),
+    ("bsca", "table", "regression", "cpusmall_scale.train.sample")])
 def test_incoming_merges_train_the_same_model(optimizer, search, task_name, rel):
     """A new SV that is the smallest is merged without being stored (its partner from the margin's
     kernel row and the margin's trackers, z from the example's row): the same model, bit for bit,
-    as storing it and then merging, with the same number of merges."""
+    as storing it and then merging."""
     from svmtrain._budget import set_incoming_merge
     path = Path(__file__).parent.parent / "data" / rel
     block = data.load(str(path))
     task = task_class(task_name).from_training_data(block, str(path), {"p": 0.1})
-    results = []
-    for incoming in (True, False):
-        set_incoming_merge(incoming)
-        try:
-            results.append(train_budgeted(task, block, str(path), C=32.0, gamma=2.0 ** -3, budget=40,
-                                          epochs=3, optimizer=optimizer, merge_search=search, seed=5,
-                                          epoch_objectives=False))
-        finally:
-            set_incoming_merge(True)
-    fast, stored = results
-    assert fast.merges == stored.merges > 500
-    for a, b in zip(fast.support_vectors[0], stored.support_vectors[0]):
-        assert np.array_equal(a, b)
-    assert fast.primal == stored.primal and fast.dual == stored.dual
+    _same_model_both_ways(set_incoming_merge, 500, task, block, path, gamma=2.0 ** -3, budget=40,
+                          epochs=3, optimizer=optimizer, merge_search=search, seed=5)
 
 
 def test_table_merge_is_close_to_the_golden_merge():
