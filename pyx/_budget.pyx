@@ -88,11 +88,6 @@ cdef struct Store:
     double* row_gd2
     double* row_kappa
     int64_t row_of
-    # and, from the same pass, the first slot of least |beta_j| and the first slot of largest kappa
-    # among the SVs with beta_j < 0 ([0]) and beta_j > 0 ([1]), -1 for none: the merge of a new SV
-    # that is the smallest needs no other pass to find its candidates' threshold
-    int64_t row_smallest
-    int64_t[2] row_nearest
     # partner_by_table's scratch, cap_sv each: the candidates' kappa (negative or NaN: not one),
     # gamma ||x_m - x_j||^2 of a fresh kernel row, the slots that pass the threshold
     double* cand_kappa
@@ -183,10 +178,9 @@ cdef inline double sq_distance(double sqn_a, double sqn_b, double dot) noexcept 
 cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_t a, int64_t b,
                          double sqn) noexcept nogil:
     """f~(x) = sum_j beta_j k(x, x~_j) for the row x = ind/val[a:b] with squared norm sqn; its
-    kernel row and the row's trackers (Store) on the side."""
-    cdef double f = 0.0, gd2, kappa, d, magnitude, least = INFINITY
-    cdef int64_t j, p, n = s.n_sv, n_cols = s.n_cols, smallest = -1
-    cdef int side
+    kernel row on the side (Store)."""
+    cdef double f = 0.0, kappa, d
+    cdef int64_t j, p, n = s.n_sv, n_cols = s.n_cols
     # local copies: the stores into the kernel row would otherwise reload every s.field (the
     # extensions build with -fno-strict-aliasing)
     cdef const double* beta = s.beta
@@ -196,8 +190,6 @@ cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_
     cdef double* row_kappa = s.row_kappa
     cdef double gamma = s.gamma
     cdef const double* sv
-    cdef double[2] nearest = [-1.0, -1.0]
-    cdef int64_t[2] nearest_at = [-1, -1]
     # a training row has no column the model has not seen; a row to predict may (they meet zeros)
     cdef bint unseen = False
     for p in range(a, b):
@@ -222,15 +214,6 @@ cdef double expansion_at(Store* s, const int64_t* ind, const double* val, int64_
         kappa = exp(-row_gd2[j])
         row_kappa[j] = kappa
         f += beta[j] * kappa
-        # the trackers: updates are rare after the first few slots, so the branches are predicted
-        magnitude = fabs(beta[j])
-        if magnitude < least:
-            least, smallest = magnitude, j
-        side = beta[j] > 0.0
-        if kappa > nearest[side]:
-            nearest[side], nearest_at[side] = kappa, j
-    s.row_smallest = smallest
-    s.row_nearest[0], s.row_nearest[1] = nearest_at[0], nearest_at[1]
     return f
 
 
@@ -476,50 +459,44 @@ cdef double table_h(double share, double gd2, double kappa, double* gain) noexce
     return best_h
 
 
-cdef inline int64_t smallest_magnitude(const double* beta, int64_t n) noexcept nogil:
-    """The first j with the least |beta_j| (n >= 1), as a scan keeping the first strict minimum
-    finds it. Four interleaved scans, each keeping its first strict minimum, then the least of
-    the four (the lower slot on a tie): a new minimum is rare after the first few slots, so the
-    comparisons are well predicted and no scan waits on the previous element's result (one
-    running minimum does: a compare-and-select chain of ~4 cycles per slot)."""
-    cdef double[4] low
-    cdef int64_t[4] at
-    cdef int64_t j, k
-    for k in range(4):
-        low[k], at[k] = INFINITY, n
-    for j in range(0, n - 3, 4):
-        for k in range(4):
-            if fabs(beta[j + k]) < low[k]:
-                low[k], at[k] = fabs(beta[j + k]), j + k
-    for j in range(n - n % 4, n):
-        if fabs(beta[j]) < low[0]:
-            low[0], at[0] = fabs(beta[j]), j
-    cdef int64_t m = at[0]
-    for k in range(1, 4):
-        if low[k] < low[0] or (low[k] == low[0] and at[k] < m):
-            low[0], m = low[k], at[k]
-    return m if m < n else 0
+cdef int64_t smallest_magnitude(const double* beta, int64_t n) noexcept nogil:
+    """The first j with the least |beta_j| (n >= 1)."""
+    cdef int64_t j, m = 0
+    for j in range(1, n):
+        if fabs(beta[j]) < fabs(beta[m]):
+            m = j
+    return m
 
 
-cdef inline int64_t largest(const double* key, int64_t n) noexcept nogil:
-    """A j with the largest key[j] (n >= 1; the lowest slot of the four scans' maxima), the
-    interleaved scans of smallest_magnitude."""
-    cdef double[4] high
-    cdef int64_t[4] at
-    cdef int64_t j, k
-    for k in range(4):
-        high[k], at[k] = -INFINITY, 0
-    for j in range(0, n - 3, 4):
-        for k in range(4):
-            if key[j + k] > high[k]:
-                high[k], at[k] = key[j + k], j + k
-    for j in range(n - n % 4, n):
-        if key[j] > high[0]:
-            high[0], at[0] = key[j], j
-    for k in range(1, 4):
-        if high[k] > high[0]:
-            high[0], at[0] = high[k], at[k]
-    return at[0]
+cdef int64_t largest(const double* key, int64_t n) noexcept nogil:
+    """The first j with the largest key[j] (n >= 1; NaN keys never win over a number)."""
+    cdef int64_t j, top = 0
+    for j in range(1, n):
+        if key[j] > key[top]:
+            top = j
+    return top
+
+
+cdef int64_t scan_for_merge(Store* s, double coef, int64_t* top) noexcept nogil:
+    """For a new SV of coefficient coef about to take the model over the budget, whose margin's
+    kernel row is in the store: the first slot of least |beta| (returned) and in top the first slot
+    of largest kappa among the SVs of coef's sign (-1 for none), in one pass. The sign test is an
+    index, not a branch (it would be mispredicted half the time); the other branches are rarely
+    taken after the first few slots."""
+    cdef int64_t j, n = s.n_sv, m = 0
+    cdef const double* beta = s.beta
+    cdef const double* row_kappa = s.row_kappa
+    cdef double least = INFINITY, most = -1.0, magnitude, key
+    cdef double[2] weight = [-INFINITY, 1.0]
+    top[0] = -1
+    for j in range(n):
+        magnitude = fabs(beta[j])
+        if magnitude < least:
+            least, m = magnitude, j
+        key = row_kappa[j] * weight[<int> (beta[j] * coef > 0.0)]
+        if key > most:
+            most, top[0] = key, j
+    return m
 
 
 cdef struct MergeChoice:
@@ -529,11 +506,11 @@ cdef struct MergeChoice:
 
 
 cdef MergeChoice choose_merge(Store* s, int64_t m, double bm, int64_t n, double precision,
-                              bint table) noexcept nogil:
+                              bint table, int64_t top=-1) noexcept nogil:
     """Alg. 1's choice for m, the SV with the smallest |beta| (bm): its best same-sign partner
     among slots 0 .. n-1, and h. m = n is the incoming row of place's fast path: not stored, its
-    kernel row the margin's. table: candidates are ranked by the tabulated degradation, h is
-    searched for the chosen one only."""
+    kernel row the margin's, top the slot of its sign's largest kappa (scan_for_merge). table:
+    candidates are ranked by the tabulated degradation, h is searched for the chosen one only."""
     cdef MergeChoice best
     cdef int64_t j
     best.m, best.partner, best.h = m, -1, 1.0
@@ -543,7 +520,7 @@ cdef MergeChoice choose_merge(Store* s, int64_t m, double bm, int64_t n, double 
     cdef bint cached = m == s.row_of or m == n
     if table:
         if m == n:
-            partner_of_incoming(s, bm, &best)
+            partner_of_incoming(s, bm, top, &best)
         else:
             partner_by_table(s, m, bm, n, cached, &best)
         return best
@@ -632,12 +609,13 @@ cdef void partner_by_table(Store* s, int64_t m, double bm, int64_t n, bint cache
     rank_candidates(s, bm, key, gd2_of, count, cut, best)
 
 
-cdef void partner_of_incoming(Store* s, double bm, MergeChoice* best) noexcept nogil:
+cdef void partner_of_incoming(Store* s, double bm, int64_t top, MergeChoice* best) noexcept nogil:
     """partner_by_table for the incoming row (place's fast path: m not stored, coefficient bm),
-    from the margin's kernel row and trackers: the margin's pass found the largest kappa of m's
-    sign, so one pass collects the slots at or above its threshold (the same choice, bit for bit:
-    only which candidates are interpolated can differ, by ties of the largest kappa)."""
-    cdef int64_t j, n = s.n_sv, count = 0, top = s.row_nearest[<int> (bm > 0.0)]
+    from the margin's kernel row: top, the slot of the largest kappa of m's sign (scan_for_merge;
+    -1 for none), sets the threshold and one pass collects the slots at or above it (the same
+    choice, bit for bit: only which candidates are interpolated can differ, by ties of the
+    largest kappa)."""
+    cdef int64_t j, n = s.n_sv, count = 0
     cdef int64_t* slot = s.cand_slot
     cdef const double* beta = s.beta
     cdef const double* row_kappa = s.row_kappa
@@ -773,7 +751,6 @@ cdef class Expansion:
         self.s.cand_gd2 = <double*> calloc(capacity, sizeof(double))
         self.s.cand_slot = <int64_t*> calloc(capacity, sizeof(int64_t))
         self.s.row_of = -1
-        self.s.row_smallest, self.s.row_nearest[0], self.s.row_nearest[1] = -1, -1, -1
         self.s.fresh_kernels = 0
         self.s.track_avg = False
         self.s.used, self.s.cap = 0, 0
@@ -1024,16 +1001,18 @@ cdef int64_t place(Store* s, const int64_t* pi, const double* pv, int64_t start,
                 s.beta_avg[near] += s.beta_avg[j] * s.row_kappa[near]
             remove_sv(s, j, slot_of)
         return STATUS_OK
-    cdef int64_t m = -1
+    cdef int64_t m = -1, top = -1
     cdef MergeChoice c
     if s.n_sv >= budget:   # x_i's SV takes the model over the budget: the smallest |beta| merges
-        # (the margin's pass found the first slot of least |beta| when the row is x_i's)
-        m = s.row_smallest if row_known and s.row_smallest >= 0 else smallest_magnitude(s.beta, s.n_sv)
+        if row_known and merge_incoming:
+            m = scan_for_merge(s, coef, &top)
+        else:
+            m = smallest_magnitude(s.beta, s.n_sv)
         if fabs(coef) < fabs(s.beta[m]):   # x_i's own (on a tie the stored SV's lower slot wins)
             if row_known and merge_incoming:
                 # its partner comes from the margin's kernel row and z is written without storing
                 # x_i first: the same choice, slots and model as storing it and then merging
-                c = choose_merge(s, s.n_sv, coef, s.n_sv, precision, merge_table)
+                c = choose_merge(s, s.n_sv, coef, s.n_sv, precision, merge_table, top)
                 if merge(s, c, pi, pv, start, end, avg_coef, slot_of, degradation) != 0:
                     return STATUS_NOMEM
                 merges[0] += 1
