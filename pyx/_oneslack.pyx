@@ -26,6 +26,8 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.math cimport fabs, INFINITY
 from libc.string cimport memcmp, memcpy
 
+from _sparse cimport mix64
+
 cnp.import_array()
 
 
@@ -834,13 +836,6 @@ cdef class ScreenedOracle:
 # never a wrong merge); the final pricing then scores the distinct rows only.
 
 
-cdef inline uint64_t _mix(uint64_t z) noexcept nogil:
-    """splitmix64's finaliser: every input bit moves about half the output bits."""
-    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
-    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-    return z ^ (z >> 31)
-
-
 cdef inline uint64_t _bits(double x) noexcept nogil:
     cdef uint64_t u
     memcpy(&u, &x, 8)
@@ -891,8 +886,8 @@ def distinct_rows(indptr, indices, data, target):
             length = P[i + 1] - P[i]
             h = 0
             for p in range(P[i], P[i + 1]):
-                h += _mix(_bits(X[p]) + <uint64_t>I[p] * <uint64_t>0x9E3779B97F4A7C15)
-            h = _mix(h ^ _mix(_bits(T[i]) + <uint64_t>length))
+                h += mix64(_bits(X[p]) + <uint64_t>I[p] * <uint64_t>0x9E3779B97F4A7C15)
+            h = mix64(h ^ mix64(_bits(T[i]) + <uint64_t>length))
             # a run of identical rows (kddcup99: 43% of the rows repeat the row before) needs no
             # probe of the table
             if i and h == last and _same_row(P, ip0, xp0, T, i - 1, i, length):

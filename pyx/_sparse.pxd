@@ -90,12 +90,16 @@ cdef inline double row_row_dot(const index_t* ind, const double* val,
 
 # splitmix64 (Steele, Lea, Flood 2014): a tiny seeded generator with a 64-bit state, so that runs are
 # reproducible bit for bit from the seed recorded in the model, independent of numpy's generators.
-cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
-    state[0] += <uint64_t>0x9E3779B97F4A7C15
-    cdef uint64_t z = state[0]
+cdef inline uint64_t mix64(uint64_t z) noexcept nogil:
+    """splitmix64's finaliser: every input bit moves about half the output bits (also a hash)."""
     z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
     z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
     return z ^ (z >> 31)
+
+
+cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
+    state[0] += <uint64_t>0x9E3779B97F4A7C15
+    return mix64(state[0])
 
 
 cdef inline int64_t rand_below(uint64_t* state, int64_t n) noexcept nogil:
