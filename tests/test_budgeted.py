@@ -289,8 +289,8 @@ def test_pruned_merges_train_the_same_model(shared, optimizer):
     ("bsca", "table", "regression", "cpusmall_scale.train.sample")])
 def test_incoming_merges_train_the_same_model(optimizer, search, task_name, rel):
     """A new SV that is the smallest is merged without being stored (its partner from the margin's
-    kernel row and the margin's trackers, z from the example's row): the same model, bit for bit,
-    as storing it and then merging."""
+    kernel row, z from the example's row): the same model, bit for bit, as storing it and then
+    merging."""
     from svmtrain._budget import set_incoming_merge
     path = Path(__file__).parent.parent / "data" / rel
     block = data.load(str(path))
