@@ -126,12 +126,22 @@ def _option_help(opt: click.Option, ctx: click.Context) -> str:
 
 
 def _options(cmd: click.Command, ctx: click.Context) -> list:
-    lines = []
+    """The options, under a sub-heading per group where the command groups them (svmtrain train:
+    svmtrain.cli.help), each with its help sentence and then its longer `details`, which --help
+    leaves out."""
+    lines, group = [], None
     for param in cmd.get_params(ctx):
         if not isinstance(param, click.Option) or param.hidden:
             continue
+        title = getattr(param, "group", None)
+        if title is not None and title != group:
+            lines += [".SS", escape(title if title.endswith("options") else f"{title} options")]
+            group = title
         lines += [".TP", _option_heading(param, ctx)]
         help_text = _option_help(param, ctx)
+        details = getattr(param, "details", None)
+        if details:
+            help_text = f"{help_text} {details}".strip()
         lines.append(_inline(help_text) if help_text else "\\&")
     return lines
 

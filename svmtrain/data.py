@@ -485,3 +485,87 @@ def _blocks(path, zero_based, block_bytes, offset, length, progress, whole, coun
 def _block(parts, nbytes: int) -> Block:
     indptr, indices, data, target, qid, cost, line, n_features = parts
     return Block(indptr, indices, data, target, qid, cost, line, n_features, nbytes)
+
+
+class MemorySource(str):
+    """Rows held in memory (a Python caller's arrays or blocks), standing where a path stands.
+
+    It is the name used in messages ("<arrays>"), so every layer that names its input keeps
+    working; `stream` yields its blocks instead of reading a file. `once`: the blocks come from an
+    iterator that can be read only once (as standard input).
+    """
+
+    def __new__(cls, blocks, name="<arrays>", once=False):
+        self = super().__new__(cls, name)
+        self._blocks, self.once, self._used = blocks, once, False
+        return self
+
+    def iter_blocks(self, progress=None):
+        if self.once:
+            if self._used:
+                raise DataError(str(self), None, "the blocks of an iterator can be read only once")
+            self._used = True
+        for block in self._blocks:
+            if progress is not None:
+                progress(block.nbytes)
+            yield block
+
+    def __reduce__(self):      # Dask and process pools: the rows travel with it
+        return (MemorySource, (list(self._blocks) if not self.once else [], str(self), self.once))
+
+
+def stream(source, *, zero_based: bool = False, block_bytes: int = 8 << 20,
+           progress: Optional[Callable[[int], object]] = None) -> Iterator[Block]:
+    """The blocks of a path (iter_blocks) or of a MemorySource."""
+    if isinstance(source, MemorySource):
+        return source.iter_blocks(progress)
+    return iter_blocks(source, zero_based=zero_based, block_bytes=block_bytes, progress=progress)
+
+
+def load_source(source, *, zero_based: bool = False,
+                progress: Optional[Callable[[int], object]] = None) -> Block:
+    """All rows of a path (load) or of a MemorySource, as one Block."""
+    if isinstance(source, MemorySource):
+        return concat_blocks(list(source.iter_blocks(progress)))
+    return load(source, zero_based=zero_based, progress=progress)
+
+
+def block_from_arrays(X, y, qid=None, *, name: str = "<arrays>", first_row: int = 1) -> Block:
+    """A Block of in-memory rows: X a scipy sparse matrix or a 2-d numpy array (0-based columns),
+    y the targets, qid the query / sentence ids (optional). Rows are numbered from first_row in
+    messages, as lines are in files. Raises DataError naming the row for what the reader would
+    refuse (non-finite values, negative qids)."""
+    import scipy.sparse as sp
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+    else:
+        arr = np.asarray(X, dtype=np.float64)
+        if arr.ndim != 2:
+            raise DataError(name, None, f"X must be 2-dimensional, got shape {arr.shape}")
+        X = sp.csr_matrix(arr)
+    X.sum_duplicates()
+    X.sort_indices()
+    y = np.asarray(y, dtype=np.float64).ravel()
+    n = X.shape[0]
+    if len(y) != n:
+        raise DataError(name, None, f"X has {n} rows and y {len(y)} values")
+    rows = np.arange(first_row, first_row + n, dtype=np.int64)
+    bad = ~np.isfinite(y)
+    if bad.any():
+        raise DataError(name, int(rows[np.argmax(bad)]),
+                        f"target {float(y[bad][0])!r} is not a finite number")
+    if not np.all(np.isfinite(X.data)):
+        at = int(np.argmax(~np.isfinite(X.data)))
+        row = int(np.searchsorted(X.indptr, at, side="right")) - 1
+        raise DataError(name, int(rows[row]), f"value {float(X.data[at])!r} is not a finite number")
+    if qid is None:
+        qid = np.full(n, -1, np.int64)
+    else:
+        qid = np.asarray(qid)
+        if len(qid) != n:
+            raise DataError(name, None, f"X has {n} rows and qid {len(qid)} values")
+        if qid.dtype.kind not in "iu" or (qid < 0).any():
+            raise DataError(name, None, "qid must hold non-negative integers")
+        qid = qid.astype(np.int64)
+    return Block(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64),
+                 y, qid, np.ones(n), rows, int(X.shape[1]), 0)

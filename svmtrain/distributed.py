@@ -70,10 +70,11 @@ def check_available(flag: str) -> None:
 class Session:
     """A cluster connection, made on first use (options and input files are checked first)."""
 
-    def __init__(self, workers: Optional[int], scheduler: Optional[str]):
+    def __init__(self, workers: Optional[int], scheduler: Optional[str], client=None):
         self.workers, self.scheduler = workers, scheduler
         self.partition_bytes = PARTITION_BYTES   # verify-bound / predict partitions
         self._client = self._cluster = None
+        self._client, self._own_client = client, client is None
 
     @property
     def client(self):
@@ -105,7 +106,7 @@ class Session:
         return max(1, sum(self.client.nthreads().values()))
 
     def close(self):
-        if self._client is not None:
+        if self._client is not None and self._own_client:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
@@ -113,12 +114,13 @@ class Session:
 
 
 @contextlib.contextmanager
-def session(workers: Optional[int], scheduler: Optional[str]):
-    """A Session, or None when neither is given (the embedded default, no Dask imported)."""
-    if not workers and not scheduler:
+def session(workers: Optional[int], scheduler: Optional[str], client=None):
+    """A Session, or None when none is given (the embedded default, no Dask imported). A caller's
+    `client` (a distributed.Client) is used as it is and left open."""
+    if not workers and not scheduler and client is None:
         yield None
         return
-    s = Session(workers, scheduler)
+    s = Session(workers, scheduler, client)
     try:
         with _cluster_errors():
             yield s

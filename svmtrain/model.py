@@ -161,6 +161,47 @@ class Model:
         self.w = np.asarray(self.w, dtype=np.float64)
         self.labels = [float(x) for x in self.labels]
 
+    #: the training run's figures (svmtrain.pipeline.RunStats) for a model just trained; None
+    #: for one read from a file (not a field: it is neither written nor compared)
+    stats = None
+
+    @property
+    def certificate(self):
+        """D <= OPT <= P, as recorded: a svmtrain.api.Certificate, or None for a LIBLINEAR model."""
+        from svmtrain.api import Certificate
+        if self.dual is None or self.primal is None:
+            return None
+        return Certificate(primal=self.primal, dual=self.dual, relative_gap=self.relative_gap,
+                           examples=self.examples)
+
+    def save(self, path, format: str = "svmtrain") -> None:
+        """Write the model (atomically; "-" is standard output) as svmtrain or LIBLINEAR text."""
+        if format not in ("svmtrain", "liblinear"):
+            raise ValueError(f"format must be svmtrain or liblinear, got {format!r}")
+        (write_liblinear if format == "liblinear" else write_model)(self, path)
+
+    @classmethod
+    def load(cls, path) -> "Model":
+        """Read a model file, ours or LIBLINEAR's (nothing in it is executed)."""
+        return read_model(path)
+
+    def _scores(self, X):
+        from svmtrain.api import scorer
+        from svmtrain.data import block_from_arrays
+        X = X if hasattr(X, "shape") else np.asarray(X, dtype=np.float64)
+        block = block_from_arrays(X, np.zeros(X.shape[0]))
+        _, predict_block = scorer(self)
+        return predict_block(block)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Decision values of the rows of X (scipy sparse or 2-d numpy, 0-based columns): w.x
+        (+ bias) for binary and regression, one column per class for multiclass."""
+        return np.asarray(self._scores(X)[1])
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels (targets, for regression) of the rows of X."""
+        return np.asarray(self._scores(X)[0])
+
     @property
     def n_weights(self) -> int:
         """Columns of w: the feature columns plus the bias column when there is one."""

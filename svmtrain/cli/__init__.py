@@ -1,5 +1,10 @@
-"""svmtrain's command line: one module per command, shared options in `options`."""
+"""svmtrain's command line: one module per command, each imported only when it runs.
 
+Every command parses its flags into the library's records (svmtrain.options), calls svmtrain.api
+and reports; none of them orchestrates training.
+"""
+
+import importlib
 import os
 
 # svmtrain's parallelism is its own (--threads, --workers, the Cython kernels); numpy's BLAS calls
@@ -12,12 +17,34 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import click  # noqa: E402
 
 from svmtrain import __version__  # noqa: E402
-from svmtrain.cli.predict import predict  # noqa: E402
-from svmtrain.cli.train import train  # noqa: E402
-from svmtrain.cli.verify import verify_bound  # noqa: E402
+
+COMMANDS = {"train": ("svmtrain.cli.train", "train", "Learn a model from TRAIN_FILE and write it to MODEL_FILE."),
+            "predict": ("svmtrain.cli.predict", "predict",
+                        "Predict TEST_FILE with MODEL_FILE (ours or LIBLINEAR's), one line per example to OUTPUT."),
+            "verify-bound": ("svmtrain.cli.verify", "verify_bound",
+                             "Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the model's dual D, a lower bound on the optimum: OPT lies in [D, P].")}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Commands imported on first use: `svmtrain --help` and each command load only their own."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, click.utils.make_default_short_help(short, 45))
+                for name, (_, _, short) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="svmtrain")
 def main():
     """Train and apply linear SVMs, each model with a certified duality gap.
@@ -26,8 +53,3 @@ def main():
     Exit status: 0 success, 1 verify-bound found the gap above tolerance, 2 bad input or usage,
     130 interrupted (train writes its model so far), 143 terminated (likewise).
     """
-
-
-main.add_command(train)
-main.add_command(predict)
-main.add_command(verify_bound)

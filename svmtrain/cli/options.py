@@ -1,4 +1,5 @@
-"""Options and error handling shared by the commands (rasterio's rio style: one registry)."""
+"""What the commands share (rasterio's rio style: one registry): the data-file argument, the
+common flags, and `user_errors`, which turns the library's input errors into exit status 2."""
 
 import contextlib
 import math
@@ -7,18 +8,6 @@ import sys
 
 import click
 
-from svmtrain.data import DataError
-from svmtrain.model import ModelError
-
-
-def positive(name, unit=""):
-    """A click callback: the option, when given, must be a positive finite number."""
-    def check(ctx, param, value):
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise click.BadParameter(f"{name} must be a positive number{unit}, got {value}")
-        return value
-    return check
-
 
 class InputError(click.ClickException):
     """Bad input (a data or model file, or an option): message on stderr, exit status 2."""
@@ -26,12 +15,33 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+def checked(check, *args):
+    """A click callback running one of svmtrain.options' checks on the value (the message the
+    library gives, shown as click's 'Invalid value for ...')."""
+    def callback(ctx, param, value):
+        from svmtrain.options import OptionError
+        try:
+            check(value, *args)
+        except OptionError as e:
+            raise click.BadParameter(e.message) from None
+        return value
+    return callback
+
+
 @contextlib.contextmanager
 def user_errors():
     """Turn input errors into exit status 2 and Ctrl-C into 130, with one clear line each."""
+    from svmtrain.data import DataError
+    from svmtrain.errors import InputError as LibraryInputError
+    from svmtrain.model import ModelError
+    from svmtrain.options import OptionError
     try:
         yield
-    except (DataError, ModelError) as e:
+    except OptionError as e:
+        if e.flag:
+            raise click.BadParameter(e.message, param_hint=e.flag) from None
+        raise InputError(e.message) from None
+    except (DataError, ModelError, LibraryInputError) as e:
         raise InputError(str(e)) from None
     except BrokenPipeError:
         # the reader of our standard output left (`| head`): stop quietly, as Unix tools do
@@ -47,28 +57,19 @@ def user_errors():
         prog = click.get_current_context().find_root().info_name or "svmtrain"
         click.echo(f"{prog}: interrupted; no output was written", err=True)
         sys.exit(130)
+    except Exception as e:
+        # the cluster's errors (svmtrain.distributed, imported only with Dask): a cluster that
+        # cannot be listed or reached is bad input; one that fails the run, exit status 1
+        kind = type(e).__name__ if type(e).__module__ == "svmtrain.distributed" else None
+        if kind == "NotListable":
+            raise InputError(str(e)) from None
+        if kind == "ClusterError":
+            raise click.ClickException(str(e)) from None
+        raise
 
 
 def show_progress(quiet):
     return not quiet and sys.stderr.isatty()
-
-
-@contextlib.contextmanager
-def byte_progress(path, quiet, desc):
-    """A tqdm bar over the bytes read while the block runs, when stderr is a terminal.
-
-    Yields the reader's `progress` callback, or None when no bar is shown.
-    """
-    if not show_progress(quiet):
-        yield None
-        return
-    from tqdm import tqdm
-    total = None
-    if path != "-" and not path.endswith((".gz", ".bz2", ".xz")):
-        with contextlib.suppress(OSError):
-            total = os.path.getsize(path)
-    with tqdm(total=total, unit="B", unit_scale=True, desc=desc, leave=False, file=sys.stderr) as bar:
-        yield bar.update
 
 
 def data_path(**kw):
@@ -77,9 +78,92 @@ def data_path(**kw):
     return click.argument(kw.pop("name", "data_file"), type=click.Path(dir_okay=False, allow_dash=True), **kw)
 
 
+def dask_options(group="Dask"):
+    """--workers / --scheduler (predict, verify-bound and train)."""
+    from svmtrain.cli.help import option
+
+    def decorate(f):
+        f = option(group, "--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
+                   default=None, help="Run on this Dask scheduler's cluster "
+                   "(or $DASK_SCHEDULER_ADDRESS).")(f)
+        return option(group, "--workers", type=click.IntRange(1), default=None, metavar="N",
+                      help="Run on a local Dask cluster of N processes.")(f)
+    return decorate
+
+
+def dask_where(workers, scheduler):
+    """Local() or Dask(...) from the flags (checked by the library)."""
+    from svmtrain.options import Dask, Local
+    return Dask(workers=workers, scheduler=scheduler) if workers or scheduler else Local()
+
+
 quiet_option = click.option("-q", "--quiet", is_flag=True,
                             help="Nothing on standard error but errors: no progress bar, summary or warnings.")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print the figures as one JSON object on standard output.")
 zero_based_option = click.option("--zero-based", is_flag=True,
                                  help="Feature indices start at 0 (default: 1, as svmlight and libsvm).")
+
+
+def byte_progress(path, quiet, desc):
+    """A tqdm bar over the bytes read, when stderr is a terminal and not quiet (svmtrain.progress);
+    yields the reader's `progress` callback, or None."""
+    from svmtrain.progress import byte_bar
+    return byte_bar(path, show_progress(quiet), desc)
+
+
+# the callbacks of options whose values need parsing beyond click's types
+
+def label_list(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        labels = [float(x) for x in value.replace(",", " ").split()]
+    except ValueError:
+        raise click.BadParameter(f"expected numbers separated by commas, got {value!r}") from None
+    if not labels or not all(math.isfinite(x) for x in labels) or len(set(labels)) != len(labels):
+        raise click.BadParameter(f"expected distinct finite numbers, got {value!r}")
+    return tuple(labels)
+
+
+def cache_limit(ctx, param, value):
+    from svmtrain.options import OptionError, parse_cache_limit
+    try:
+        parse_cache_limit(value)
+    except OptionError as e:
+        raise click.BadParameter(e.message) from None
+    return value
+
+
+def bias_value(ctx, param, value):
+    from svmtrain.options import check_bias
+    checked(check_bias)(ctx, param, value)
+    return None if value is None or value < 0 else value
+
+
+def state_path(ctx, param, value):
+    """--warm-start MODEL_FILE means the state left next to it (MODEL_FILE.state.npz)."""
+    import os
+    import zipfile
+    beside = f"{value}.state.npz" if value is not None else None
+    if beside and os.path.isfile(beside) and not (os.path.isfile(value) and zipfile.is_zipfile(value)):
+        return beside
+    return value
+
+
+def nonneg_spec(ctx, param, value):
+    if value is not None:
+        from svmtrain.controls import parse_nonneg
+        try:
+            parse_nonneg(value, zero_based=None)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    return value
+
+
+def weight_pairs(ctx, param, value):
+    for label, weight in value:
+        if not (math.isfinite(label) and weight > 0 and math.isfinite(weight)):
+            raise click.BadParameter(f"-w {label:g} {weight:g}: the weight must be a positive "
+                                     f"number and the label finite")
+    return value

@@ -4,8 +4,8 @@ import json
 
 import click
 
-from svmtrain.cli.dask import check_dask_options, dask_options, dask_session
-from svmtrain.cli.options import InputError, byte_progress, data_path, json_option, quiet_option, user_errors
+from svmtrain.cli.options import (InputError, dask_options, dask_where, data_path, json_option,
+                                  quiet_option, show_progress, user_errors)
 
 
 @click.command()
@@ -13,7 +13,7 @@ from svmtrain.cli.options import InputError, byte_progress, data_path, json_opti
 @click.argument("model_file", type=click.Path(dir_okay=False, allow_dash=False))
 @click.argument("output", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--scores", is_flag=True, help="Write decision values instead of labels.")
-@dask_options
+@dask_options()
 @json_option
 @quiet_option
 def predict(test_file, model_file, output, scores, as_json, quiet, workers, scheduler):
@@ -25,51 +25,15 @@ def predict(test_file, model_file, output, scores, as_json, quiet, workers, sche
     """
     if as_json and output in (None, "-"):
         raise InputError("--json prints the metrics on standard output: give OUTPUT for the predictions")
-    check_dask_options(workers, scheduler)
-    with user_errors(), dask_session(workers, scheduler) as cluster:
-        _predict(test_file, model_file, output or "-", scores, as_json, quiet, cluster)
-
-
-def _predict(test_file, model_file, output, scores, as_json, quiet, cluster=None):
-    from svmtrain import data
-    from svmtrain.atomic import atomic_output
+    from svmtrain import api
     from svmtrain.model import read_model
-    from svmtrain.tasks import task_class
-    from svmtrain.tasks.base import Geometry
-
-    model = read_model(model_file)
-    task = task_class(model.task).from_model(model)
-    zero_based = model.index_base == 0
-    if model.mode == "budgeted":
-        if cluster is not None:
-            raise InputError(f"{model_file}: predict on Dask is for linear models so far: leave "
-                             f"out --workers")
-        # kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)
-        from svmtrain.solvers.budgeted import expansions, predict_values
-        exps = expansions(model)
-
-        def predict_block(block):
-            return predict_values(task, exps, block)
-    else:
-        geometry = Geometry(model.n_features, model.bias)
-        w = task.solver_weights(model.w)
-
-        def predict_block(block):
-            return task.predict(w, block, geometry, test_file)
-    metric = task.new_metric()
-    fmt = task.format_scores if scores else task.format_prediction
-    with byte_progress(test_file, quiet or output == "-", "predicting") as progress, \
-            atomic_output(output, "w") as out:
-        if cluster is not None:
-            from svmtrain.distributed import predict as predict_on_dask
-            predict_on_dask(cluster, task, w, geometry, test_file, zero_based, scores, out, metric)
-        else:
-            blocks = data.iter_blocks(test_file, zero_based=zero_based, progress=progress)
-            for block in data.whole_examples(blocks, task.grouping):
-                labels, values = predict_block(block)
-                metric.add(labels, block)
-                out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+    with user_errors():
+        where = dask_where(workers, scheduler)
+        where.check()
+        model = read_model(model_file)
+        result = api.predict(model, test_file, output=output or "-", scores=scores, where=where,
+                             progress=show_progress(quiet or output in (None, "-")))
     if as_json:
-        click.echo(json.dumps(metric.summary()))
+        click.echo(json.dumps(result.metrics))
     elif not quiet:
-        click.echo(metric.line(), err=True)
+        click.echo(result.line, err=True)

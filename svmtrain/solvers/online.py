@@ -426,7 +426,7 @@ class OnlineDual:
         """(chunk, positional ids or None) of whole examples of the current pass, after the rows
         already done; the position in the file (rows_done, examples_done, window_done and the
         digest) is advanced before a chunk is handed out, so a state saved after it is exact."""
-        blocks = data.iter_blocks(self.path, zero_based=self.opt.zero_based,
+        blocks = data.stream(self.path, zero_based=self.opt.zero_based,
                                   block_bytes=self.opt.block_bytes, progress=progress)
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
@@ -944,11 +944,12 @@ def streaming_task(task_cls, path, options, labels=None, zero_based=False, progr
         values = np.asarray(labels, np.float64)
         lines = np.zeros(len(values), np.int64)
     else:
-        if path == "-":
-            raise data.DataError(path, None, "the online-dual mode reads standard input once: give "
-                                             "the labels with --labels")
+        if path == "-" or getattr(path, "once", False):
+            raise data.DataError(path, None, f"the online-dual mode reads "
+                                             f"{'standard input' if path == '-' else 'an iterator'} "
+                                             f"once: give the labels with --labels")
         seen = {}
-        for block in data.iter_blocks(path, zero_based=zero_based, progress=progress):
+        for block in data.stream(path, zero_based=zero_based, progress=progress):
             values, first, n = np.unique(block.target, return_index=True, return_counts=True)
             for v, i, k in zip(values.tolist(), first.tolist(), n.tolist()):
                 if v not in seen:

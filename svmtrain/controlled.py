@@ -1,121 +1,21 @@
-"""The training-control options of `svmtrain train` (svmtrain.controls does the work)."""
+"""A training run with its controls (svmtrain.controls does the mathematics): the control files
+read before the data, the wrapped task the solvers see, and the model's w and certificate after.
 
-import math
+Shared by every linear mode: `ControlledRun` for the in-memory modes, `StreamedControlledTask`
+for online-dual, which prepares each streamed block the same way.
+"""
+
 import os
 
-import click
 import numpy as np
 
-from svmtrain.cli.options import InputError, positive
-
-
-def _positive_pairs(ctx, param, value):
-    for label, weight in value:
-        if not (math.isfinite(label) and weight > 0 and math.isfinite(weight)):
-            raise click.BadParameter(f"-w {label:g} {weight:g}: the weight must be a positive "
-                                     f"number and the label finite")
-    return value
-
-
-def _state_path(ctx, param, value):
-    """--warm-start MODEL_FILE means the state left next to it (MODEL_FILE.state.npz)."""
-    import zipfile
-    beside = f"{value}.state.npz" if value is not None else None
-    if beside and os.path.isfile(beside) and not (os.path.isfile(value) and zipfile.is_zipfile(value)):
-        return beside
-    return value
-
-
-def _nonneg_spec(ctx, param, value):
-    """The syntax here; the index base (--zero-based or not) is checked in read_controls."""
-    if value is not None:
-        from svmtrain.controls import parse_nonneg
-        try:
-            parse_nonneg(value, zero_based=None)
-        except ValueError as e:
-            raise click.BadParameter(str(e)) from None
-    return value
-
-
-_OPTIONS = [
-    click.option("-w", "class_weight_pairs", type=(float, float), multiple=True,
-                 metavar="LABEL WEIGHT", callback=_positive_pairs,
-                 help="Class weight (LIBLINEAR's -wi; repeatable): the C of LABEL's examples is "
-                      "WEIGHT * C. Binary and multiclass."),
-    click.option("--class-weight", "class_weight", type=click.Choice(("balanced",)), default=None,
-                 help="balanced: class c's weight is n / (k n_c) (n examples, k classes, n_c in "
-                      "class c; scikit-learn's rule); -w weights multiply it."),
-    click.option("--weights", "weights_file", type=click.Path(dir_okay=False), default=None,
-                 help="Example weights, one positive number per line for each example's line "
-                      "(LIBLINEAR's weights file): C_i = weight_i * C, times any cost: token. "
-                      "Ranking and sequence: the lines of a query / sentence must agree."),
-    click.option("--bias-reg", "bias_reg", type=float, default=None, callback=positive("the factor"),
-                 metavar="FACTOR",
-                 help="With -B: regularize the bias weights by FACTOR * 1/2 b^2 instead of 1/2 b^2 "
-                      "(Ramanan A.1 and sec. 6). FACTOR -> 0 tends to an unregularized bias, but "
-                      "the rescaled bias feature B/sqrt(FACTOR) grows and convergence slows."),
-    click.option("--nonneg", "nonneg", type=str, default=None, metavar="SPEC",
-                 callback=_nonneg_spec,
-                 help="Constrain weights to be >= 0 (Ramanan sec. 5): feature indices and ranges "
-                      "as in the data ('1-10,15'), 'all' (every feature) and 'bias'; for "
-                      "multiclass and sequence, in every class / tag block."),
-    click.option("--prior", "prior_model", type=click.Path(dir_okay=False), default=None,
-                 metavar="MODEL",
-                 help="Regularize towards MODEL's weights w0: 1/2 |w - w0|^2 (Ramanan sec. 6). "
-                      "MODEL must be of the same task (and labels)."),
-    click.option("--reg-scale", "reg_scale_file", type=click.Path(dir_okay=False), default=None,
-                 metavar="FILE",
-                 help="Per-feature regularization: lines 'index:r' give 1/2 r (w_index - w0)^2 "
-                      "(r > 0; features not listed: r = 1)."),
-    click.option("--save-state", "save_state_file", type=click.Path(dir_okay=False), default=None,
-                 metavar="FILE",
-                 help="Also write the dual state to FILE (.npz) for --warm-start: n-slack the "
-                      "alphas of the listed constraints and the shrinking thresholds, or (cutting "
-                      "planes: sequence, multiclass past the listing limit) its cache of "
-                      "constraints as terms over the data rows with their alphas; 1-slack its "
-                      "planes and their duals; online-dual its resume state."),
-    click.option("--warm-start", "warm_start_file", type=click.Path(dir_okay=False), default=None,
-                 metavar="STATE", callback=_state_path,
-                 help="Hot-start from a --save-state file, whose mode decides the mode: known "
-                      "constraints start at their alpha (times C_new/C_old, clipped to the new "
-                      "bounds), new examples at 0, and the first epoch sets aside what the old "
-                      "run had shrunk; a cutting-plane cache is rebuilt over the same rows (more "
-                      "may follow them; labels and options must agree); 1-slack restarts from its "
-                      "planes (scaled by C_new/C_old); online-dual resumes where it stopped. A "
-                      "model file stands for the MODEL_FILE.state.npz beside it."),
-]
-
-
-def control_options(f):
-    for option in reversed(_OPTIONS):
-        f = option(f)
-    return f
-
-
-# the dual-state options: the controls' (n-slack) and the online-dual mode's resume state
-STATE_OPTIONS = ("save_state_file", "warm_start_file")
-
-
-def check_control_options(task, bias, model_format, c, mode="n-slack"):
-    """Option-level checks (before any file is read)."""
-    if (c["class_weight_pairs"] or c["class_weight"]) and task not in ("binary", "multiclass"):
-        raise click.BadParameter(f"class weights apply to the binary and multiclass tasks, not to "
-                                 f"{task}", param_hint="-w / --class-weight")
-    if c["bias_reg"] is not None and bias is None:
-        raise click.BadParameter("needs a bias feature (-B VALUE)", param_hint="--bias-reg")
-    used = [name for name, key in (("--bias-reg", "bias_reg"), ("--nonneg", "nonneg"),
-                                   ("--prior", "prior_model"), ("--reg-scale", "reg_scale_file"),
-                                   ("-w", "class_weight_pairs"), ("--class-weight", "class_weight"),
-                                   ("--weights", "weights_file"))
-            if c[key]]
-    if model_format == "liblinear" and used:
-        raise click.BadParameter(f"{', '.join(used)}: LIBLINEAR's model format cannot record "
-                                 f"them; use --format svmtrain", param_hint="--format")
+from svmtrain.controls import BlockPreparer, ControlError, ControlledTask, Controls
+from svmtrain.errors import InputError
 
 
 def read_controls(task_name, zero_based, c):
     """The control files, read and checked before the data (errors name the file and line)."""
-    from svmtrain.controls import (Controls, parse_nonneg, read_example_weights, read_reg_scale)
+    from svmtrain.controls import parse_nonneg, read_example_weights, read_reg_scale
     from svmtrain.model import read_model
     controls = Controls(bias_reg=c["bias_reg"], nonneg=c["nonneg"], zero_based=zero_based)
     if c["nonneg"]:
@@ -146,7 +46,7 @@ def read_controls(task_name, zero_based, c):
     return controls
 
 
-def _prior_weights(prior, task, geometry, path):
+def prior_weights(prior, task, geometry, path):
     """The prior model's w0 in this model's layout: its columns that this data has (a weight of a
     feature the data lacks stays w0 at the optimum and costs nothing), its bias if both have one."""
     if list(prior.labels) != [float(x) for x in getattr(task, "labels", [])] and prior.labels:
@@ -177,7 +77,7 @@ class ControlledRun:
     solvers see, and what happens after the solver returns."""
 
     def __init__(self, task, controls, c, block, path, bias, C):
-        from svmtrain.controls import BlockPreparer, ControlError, ControlledTask, resolve_class_weights
+        from svmtrain.controls import resolve_class_weights
         from svmtrain.tasks.base import Geometry
         self.c, self.controls, self.block, self.path, self.C = c, controls, block, path, C
         self.inner = task
@@ -189,7 +89,7 @@ class ControlledRun:
         except ControlError as e:
             raise InputError(str(e)) from None
         if controls.prior_model is not None:
-            controls.prior = _prior_weights(controls.prior_model, task,
+            controls.prior = prior_weights(controls.prior_model, task,
                                             Geometry(block.n_features, bias), c["prior_model"])
         self.active = bool(controls.class_weights or controls.example_weights is not None
                            or controls.reparametrized or controls.nonneg or c["warm_start_file"]
@@ -215,11 +115,11 @@ class ControlledRun:
             self.task.hot_start = controls.state.hot_start(C)
             self.task.state, self.task.C = controls.state, C     # a cutting-plane cache's
 
-    def finish(self, result):
+    def finish(self, result, warn):
         """The solver's w_hat back to the model's w; the certificate priced at the stored w."""
         for warning in (self.warning, getattr(self.task, "warning", None)):
             if warning:
-                click.echo(f"svmtrain: warning: {warning}", err=True)
+                warn(warning)
         if not self.active or not self.controls.reparametrized:
             return
         from svmtrain import objective
@@ -255,3 +155,48 @@ class ControlledRun:
                        cache_layout=self.task.cache_layout(result.geometry))
         return path
 
+
+class StreamedControlledTask(ControlledTask):
+    """The controls' ControlledTask over a streamed file: it also prepares every block the solver
+    reads (costs, feature scaling: the controls' BlockPreparer, once per pass from the file's start)
+    and lays the prior out for the geometry, which grows as features arrive."""
+
+    def __init__(self, task, controls, original_bias, path, prior_path):
+        super().__init__(task, controls, original_bias)
+        self.path, self.prior_path = path, prior_path
+
+    def prepare_pass(self, blocks):
+        """The pass's blocks with the controls applied, checked against the weights file."""
+        preparer = BlockPreparer(self.c, self.path)
+        for block in blocks:
+            yield preparer(block, self.task.grouping)
+        preparer.finish()
+
+    def geometry_changed(self, geometry):
+        """w0 (--prior) in the layout of the current features."""
+        if self.c.prior_model is not None:
+            self.c.prior = prior_weights(self.c.prior_model, self.task, geometry, self.prior_path)
+            self._layout = None
+        try:
+            self.layout(geometry)
+        except ControlError as e:
+            raise InputError(str(e)) from None
+
+
+def streamed_task(task, controls, c, path, bias, counts):
+    """The task the solver sees: the plain one, or StreamedControlledTask when a control is on."""
+    from svmtrain.controls import resolve_class_weights
+    try:
+        weights = resolve_class_weights(c["class_weight_pairs"], False, task, None, path)
+    except ControlError as e:
+        raise InputError(str(e)) from None
+    if counts:          # --class-weight balanced: n / (k n_c), from the label pass's counts
+        weights = weights or {float(x): 1.0 for x in task.labels}
+        n, k = sum(counts.values()), len(counts)
+        for label, n_c in counts.items():
+            weights[float(label)] *= n / (k * n_c)
+    controls.class_weights = weights
+    if not (weights or controls.example_weights is not None or controls.reparametrized
+            or controls.prior_model is not None or controls.nonneg):
+        return task
+    return StreamedControlledTask(task, controls, bias, path, c["prior_model"])

@@ -1,0 +1,315 @@
+"""svmtrain as a library: `train`, `predict` and `verify_bound`, the functions every front end calls.
+
+    import svmtrain
+    model = svmtrain.train("data/heart_scale", svmtrain.Problem(task="binary", C=1.0))
+    model.certificate            # Certificate(primal, dual, relative_gap, examples)
+    model.save("heart.model")
+    svmtrain.verify_bound(model, "data/heart_scale").certified
+
+Data is a path (plain, .gz/.bz2/.xz, or "-" for standard input), in-memory arrays `(X, y)` or
+`(X, y, qid)` (X a scipy sparse matrix or a 2-d numpy array, columns 0-based), or an iterable of
+`(X, y[, qid])` chunks (or `data.Block`s) for the streaming mode, `OnlineDual`. Options are the
+frozen records of `svmtrain.options`. On arrays, training gives the model the command line gives
+on the file the arrays were read from, bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from svmtrain.errors import InputError
+from svmtrain.options import (Budgeted, Controls, Dask, Local, NSlack, OneSlack, OnlineDual,
+                              OptionError, Problem)
+
+__all__ = ["train", "predict", "verify_bound", "Certificate", "Predictions", "Verification",
+           "as_source", "Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls",
+           "Local", "Dask"]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """D <= OPT <= P: the dual (a lower bound on the optimum), the primal P(w) of the model (an
+    upper bound), their relative gap (P - D) / P, and the examples the bounds are over."""
+
+    primal: float
+    dual: float
+    relative_gap: float
+    examples: int
+
+    @property
+    def gap(self):
+        return self.primal - self.dual
+
+
+@dataclass(frozen=True)
+class Verification(Certificate):
+    """verify_bound's answer: the primal recomputed by one pass over the data, the model's dual,
+    and whether the gap is within `tolerance` (never when the primal is below the dual: then the
+    data is not the model's training data)."""
+
+    tolerance: float = 0.0
+    certified: bool = False
+    consistent: bool = True
+    warnings: tuple = ()
+
+
+@dataclass
+class Predictions:
+    """predict's answer: the predicted labels (or targets), the decision values (None when they
+    were written to a file instead), and the task's metrics (`metrics`, and `line` in LIBLINEAR's
+    words: "Accuracy = 84.9702% (13834/16281)")."""
+
+    labels: Optional[np.ndarray]
+    values: Optional[np.ndarray]
+    metrics: dict
+    line: str
+
+
+def as_source(data, *, zero_based=False):
+    """A path, or a data.MemorySource standing for arrays or chunks (see the module notes)."""
+    import os
+    from svmtrain import data as data_layer
+    if isinstance(data, (str, os.PathLike)):
+        return data if data == "-" else os.fspath(data)
+    if isinstance(data, data_layer.Block):
+        return data_layer.MemorySource([data])
+    if isinstance(data, tuple) and len(data) in (2, 3) and _matrix_like(data[0]):
+        return data_layer.MemorySource([data_layer.block_from_arrays(*data)])
+    if hasattr(data, "__iter__"):
+        once = iter(data) is data                     # an iterator: read once, like stdin
+        return data_layer.MemorySource(_chunks(data) if once else list(_chunks(data)), once=once)
+    raise TypeError(f"data must be a path, (X, y), (X, y, qid) or an iterable of chunks, got "
+                    f"{type(data).__name__}")
+
+
+def _matrix_like(x):
+    return hasattr(x, "shape") and len(getattr(x, "shape", ())) == 2
+
+
+def _chunks(items):
+    from svmtrain import data as data_layer
+    row = 1
+    for item in items:
+        block = item if isinstance(item, data_layer.Block) else data_layer.block_from_arrays(
+            *item, first_row=row)
+        row += block.n_rows
+        yield block
+
+
+def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional[Controls] = None,
+          where=None, *, model_file=None, model_format="svmtrain", trace=None, on_epoch=None,
+          progress=False, on_warning=None):
+    """Train a model: `svmtrain train` as a function.
+
+    problem: a Problem (task, C, epsilon, bias, ...; default Problem()). mode: NSlack(),
+    OneSlack(), OnlineDual(), Budgeted() or a mode name (default: n-slack, or the mode of the
+    controls' warm_start state). controls: Controls() for costs, weights, regularization and dual
+    states. where: Local(threads=...) or Dask(workers=..., scheduler=..., client=...).
+    model_file: also write the model there (atomically; online-dual's checkpoints and an
+    interrupted run's state go beside it), in model_format "svmtrain" or "liblinear". trace: a
+    path for one line per epoch. on_epoch(record) is called as training goes; on_warning(text)
+    with each warning (they are also kept in model.stats.warnings). progress: tqdm bars on stderr.
+
+    Returns the Model, its certificate in `model.certificate`, the run's figures in `model.stats`.
+    Raises OptionError, DataError, ModelError or InputError on bad input.
+    """
+    from svmtrain.pipeline import TrainingRun, resolve_mode, run_training
+    problem = Problem() if problem is None else problem
+    controls = Controls() if controls is None else controls
+    where = Local() if where is None else where
+    if not isinstance(problem, Problem):
+        raise OptionError(f"problem must be a Problem, got {type(problem).__name__}")
+    if not isinstance(controls, Controls):
+        raise OptionError(f"controls must be Controls, got {type(controls).__name__}")
+    if not isinstance(where, (Local, Dask)):
+        raise OptionError(f"where must be Local() or Dask(...), got {type(where).__name__}")
+    mode, _ = resolve_mode(mode, controls)
+    source = as_source(data, zero_based=problem.zero_based)
+    model, _ = run_training(TrainingRun(source=source, problem=problem, mode=mode,
+                                        controls=controls, where=where, model_file=model_file,
+                                        model_format=model_format, trace_file=trace,
+                                        show_progress=progress, on_epoch=on_epoch,
+                                        on_warning=on_warning))
+    return model
+
+
+def scorer(model):
+    """A function block -> (labels, decision values) for a trained or loaded model."""
+    from svmtrain.tasks import task_class
+    from svmtrain.tasks.base import Geometry
+    task = task_class(model.task).from_model(model)
+    if model.mode == "budgeted":
+        # kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)
+        from svmtrain.solvers.budgeted import expansions, predict_values
+        exps = expansions(model)
+        return task, lambda block: predict_values(task, exps, block)
+    geometry = Geometry(model.n_features, model.bias)
+    w = task.solver_weights(model.w)
+    return task, lambda block: task.predict(w, block, geometry, "<arrays>")
+
+
+def _model(model):
+    from svmtrain.model import Model, read_model
+    if isinstance(model, Model):
+        return model
+    return read_model(model)
+
+
+def predict(model, data, *, output=None, scores=False, where=None, progress=False):
+    """Predict `data` with `model` (a Model or a model file, ours or LIBLINEAR's).
+
+    Returns Predictions: labels and decision values as arrays, and the task's metric. With
+    `output` (a path, "-" for standard output) the predictions are written there line by line
+    (decision values when `scores`), atomically, and not kept in memory.
+    """
+    import sys
+    from svmtrain import data as data_layer
+    from svmtrain.atomic import atomic_output
+    from svmtrain.progress import byte_bar
+    model = _model(model)
+    where = Local() if where is None else where
+    source = as_source(data)
+    task, predict_block = scorer(model)
+    zero_based = model.index_base == 0
+    metric = task.new_metric()
+    dask = isinstance(where, Dask)
+    if dask:
+        where.check()
+        if model.mode == "budgeted":
+            raise InputError("predict on Dask is for linear models so far: leave out --workers")
+        if hasattr(source, "iter_blocks"):
+            raise OptionError("on Dask the workers read the data: give a file, not arrays",
+                              where.flag)
+        from svmtrain import distributed
+        try:
+            distributed.check_available(where.flag)
+        except distributed.DaskMissing as e:
+            raise InputError(str(e)) from None
+    labels_out, values_out = [], []
+    fmt = task.format_scores if scores else task.format_prediction
+    show = progress and output not in (None, "-")
+
+    def run(out):
+        if dask:
+            import os
+            from svmtrain import distributed
+            from svmtrain.tasks.base import Geometry
+            path = os.path.abspath(source) if source != "-" else source
+            with distributed.session(where.workers, where.scheduler, client=where.client) as s:
+                distributed.predict(s, task, task.solver_weights(model.w),
+                                    Geometry(model.n_features, model.bias), path, zero_based,
+                                    scores, out, metric)
+            return
+        with byte_bar(source, show, "predicting") as bar:
+            blocks = data_layer.stream(source, zero_based=zero_based, progress=bar)
+            for block in data_layer.whole_examples(blocks, task.grouping):
+                labels, values = predict_block(block)
+                metric.add(labels, block)
+                if out is not None:
+                    out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+                else:
+                    labels_out.append(np.asarray(labels))
+                    values_out.append(np.asarray(values))
+
+    if output is not None:
+        if output == "-":
+            run(sys.stdout)
+            sys.stdout.flush()
+        else:
+            with atomic_output(output, "w") as out:
+                run(out)
+        labels = values = None
+    else:
+        if dask:
+            raise OptionError("predict on Dask writes its predictions to a file: give output",
+                              where.flag)
+        run(None)
+        labels = np.concatenate(labels_out) if labels_out else np.zeros(0)
+        values = np.concatenate(values_out) if values_out else np.zeros(0)
+    return Predictions(labels, values, metric.summary(), metric.line())
+
+
+def verify_bound(model, data, *, tol=None, example_weights=None, where=None, progress=False):
+    """Certify `model` on its training data: the true primal P(w) by one streaming pass, against
+    the dual D the model records. Returns a Verification (certified when (P-D)/P <= tol, by
+    default the model's epsilon). example_weights: the weights file of a model trained with
+    Controls(example_weights=...), when not the file the model names."""
+    from svmtrain import data as data_layer, objective
+    from svmtrain.controls import ControlError, certified_objective
+    from svmtrain.engine import relative_gap
+    from svmtrain.progress import byte_bar
+    from svmtrain.tasks import task_class
+    name = model if isinstance(model, str) else "<model>"
+    model = _model(model)
+    where = Local() if where is None else where
+    if tol is not None and not (isinstance(tol, (int, float)) and tol >= 0 and math.isfinite(tol)):
+        raise OptionError(f"must be a non-negative number, got {tol}", "--tol")
+    if model.dual is None or model.C is None:
+        raise InputError(f"{name}: a {model.format} model records no dual value or C; "
+                         "verify-bound needs a model written by svmtrain")
+    tol = model.epsilon if tol is None else tol
+    source = as_source(data)
+    task = task_class(model.task).from_model(model)
+    dual_acc = prepare = None
+    if model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
+        from svmtrain.solvers.budgeted import KernelDual, KernelPrimal, expansions
+        acc = KernelPrimal(task, expansions(model), model.C, model.p or 0.0, source)
+        dual_acc = KernelDual(task, model, source)
+    else:
+        # the objective the model was trained to (its controls: weights, scales, prior, nonneg)
+        try:
+            task, w, geometry, prepare = certified_objective(model, task, source, example_weights)
+        except ControlError as e:
+            raise InputError(f"{name}: {e}") from None
+        acc = objective.PrimalAccumulator(task, w, geometry, model.C, source)
+    dask = isinstance(where, Dask)
+    if dask:
+        where.check()
+        if dual_acc is not None or prepare is not None:
+            raise InputError(f"{name}: verify-bound on Dask is for linear models trained without "
+                             "controls (weights, scales, prior, nonneg) so far: leave out --workers")
+        import os
+        from svmtrain import distributed
+        try:
+            distributed.check_available(where.flag)
+        except distributed.DaskMissing as e:
+            raise InputError(str(e)) from None
+        acc.path = os.path.abspath(source) if source != "-" else source
+        with distributed.session(where.workers, where.scheduler, client=where.client) as s:
+            distributed.accumulate_primal(s, acc, model.index_base == 0)
+    else:
+        with byte_bar(source, progress, "verifying") as bar:
+            blocks = data_layer.stream(source, zero_based=model.index_base == 0, progress=bar)
+            if prepare is not None:
+                blocks = (prepare(b, task.grouping) for b in blocks)
+            for block in data_layer.whole_examples(blocks, task.grouping):
+                acc.add(block)
+                if dual_acc is not None:
+                    dual_acc.add(block)
+        if prepare is not None:
+            prepare.finish()
+    P = acc.value()
+    D = model.dual
+    warnings = []
+    if dual_acc is not None:
+        D, problem = dual_acc.value()
+        if problem is not None:
+            raise InputError(f"{source}: {problem}")
+        if D != model.dual:
+            warnings.append(f"D recomputed from the model's coefficients is {D!r}, the model "
+                            f"records {model.dual!r}")
+    gap = P.primal - D
+    # P below D is impossible for the data the dual belongs to (weak duality): the file is not the
+    # model's training data, or the model was edited. Never certify that; show the signed figure.
+    consistent = gap >= -1e-12 * max(abs(P.primal), abs(D), 1.0)
+    rel = relative_gap(P.primal, D) if consistent else gap / max(abs(P.primal), abs(D))
+    if model.examples is not None and P.examples != model.examples:
+        warnings.append(f"{source} has {P.examples} examples, the model was trained on "
+                        f"{model.examples}: the dual bound is for the training data")
+    return Verification(primal=P.primal, dual=D, relative_gap=rel, examples=P.examples,
+                        tolerance=tol, certified=consistent and rel <= tol, consistent=consistent,
+                        warnings=tuple(warnings))
