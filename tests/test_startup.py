@@ -1,0 +1,68 @@
+"""Start-up: each command imports what it needs and nothing else (counted, not timed).
+
+The floor of a training run is the interpreter and numpy; `svmtrain --help` and `train --help`
+stay below numpy. A module that starts being imported by every run shows up here first.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+
+_PROBE = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.cli import main
+main()
+"""
+
+
+def _modules(*args, cwd=None):
+    r = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True,
+                       cwd=cwd)
+    return set(json.loads(r.stderr.strip().splitlines()[-1]))
+
+
+def _floor(code):
+    r = subprocess.run([sys.executable, "-c", f"{code}; import sys, json; "
+                        f"print(json.dumps(sorted(sys.modules)))"], capture_output=True, text=True)
+    return set(json.loads(r.stdout))
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["--version"]])
+def test_help_imports_no_numpy(args):
+    mods = _modules(*args)
+    assert "numpy" not in mods and not any(m.startswith("svmtrain._") for m in mods)
+    # click and svmtrain's own command line over the bare interpreter, nothing else of size
+    extra = {m for m in mods - _floor("pass") if not m.startswith(("click", "svmtrain"))}
+    assert len(extra) <= 40, sorted(extra)
+
+
+def test_training_imports_only_its_mode(tmp_path):
+    mods = _modules("train", "-q", os.path.join(DATA, "heart_scale"), str(tmp_path / "m"))
+    for heavy in ("scipy", "dask", "distributed", "tqdm", "sklearn", "svmtrain.solvers.online",
+                  "svmtrain.solvers.oneslack", "svmtrain.solvers.budgeted", "svmtrain._budget",
+                  "svmtrain._oneslack", "svmtrain.distributed", "svmtrain.tasks.multiclass",
+                  "concurrent.futures"):
+        assert heavy not in mods, heavy
+    beyond = mods - _floor("import numpy")
+    ours = {m for m in beyond if m.startswith("svmtrain")}
+    # the rest: click and the standard library's readers (gzip, bz2, lzma), tempfile, zipfile
+    others = {m for m in beyond - ours if not m.startswith("click")}
+    assert len(others) <= 32, sorted(others)
+    assert len(ours) <= 27, sorted(ours)
+
+
+def test_predict_and_verify_import_no_dask(tmp_path):
+    model = str(tmp_path / "m")
+    subprocess.run([sys.executable, "-m", "svmtrain", "train", "-q",
+                    os.path.join(DATA, "heart_scale"), model], check=True)
+    for args in (["predict", "-q", os.path.join(DATA, "heart_scale"), model, str(tmp_path / "o")],
+                 ["verify-bound", "-q", model, os.path.join(DATA, "heart_scale")]):
+        mods = _modules(*args)
+        assert not {"dask", "distributed", "scipy", "svmtrain.distributed", "tqdm"} & mods, args
