@@ -119,6 +119,7 @@ class Problem:
             object.__setattr__(self, "C", float(self.C))
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         _choice(self.task, TASKS, "--task", "the task")
         check_positive(self.C, "C", "-c")
         check_epsilon(self.epsilon)
@@ -156,6 +157,7 @@ class NSlack:
     name = "n-slack"
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         _int_in(self.max_epochs, 1, None, "--max-epochs", "the epoch limit")
         return self
 
@@ -176,6 +178,7 @@ class OneSlack:
     name = "1-slack"
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         _int_in(self.max_epochs, 1, None, "--max-epochs", "the epoch limit")
         _int_in(self.cache_size, 0, None, "-f", "the cache size")
         _int_in(self.qp_every, 1, None, "--qp-every", "the QP period")
@@ -186,6 +189,7 @@ class OneSlack:
         return self
 
     def solver_options(self) -> dict:
+        """The keyword arguments of svmtrain.solvers.oneslack.train_oneslack."""
         return {"cache_size": self.cache_size, "qp_every": self.qp_every,
                 "inactive": self.drop_inactive, "in_out": self.in_out,
                 "sample_start": self.sample_start,
@@ -226,6 +230,7 @@ class OnlineDual:
             object.__setattr__(self, "labels", tuple(self.labels))
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         _int_in(self.passes, 1, None, "--passes", "the number of passes")
         _int_in(self.chunk, 1, None, "--chunk", "the chunk size")
         for name, flag in (("shuffle_window", "--shuffle-window"), ("window_looks", "--window-looks"),
@@ -251,6 +256,7 @@ class OnlineDual:
         return parse_cache_limit(self.cache_limit)
 
     def solver_value(self, name):
+        """An option's value, the solver's default when None."""
         value = getattr(self, name)
         defaults = {"shuffle_window": "DEFAULT_SHUFFLE_WINDOW", "window_looks": "DEFAULT_WINDOW_LOOKS",
                     "admit_margin": "DEFAULT_ADMIT_MARGIN", "keep_inactive": "DEFAULT_KEEP_INACTIVE"}
@@ -303,6 +309,7 @@ class Budgeted:
     name = "budgeted"
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         check_positive(self.gamma, "gamma", "-g")
         _int_in(self.budget, 1, 10**7, "--budget", "the budget")
         _int_in(self.epochs, 1, 10**6, "--epochs", "the number of epochs")
@@ -355,6 +362,7 @@ class Controls:
                            tuple((float(a), float(b)) for a, b in self.class_weights))
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         for label, weight in self.class_weights:
             if not (math.isfinite(label) and weight > 0 and math.isfinite(weight)):
                 raise OptionError(f"-w {label:g} {weight:g}: the weight must be a positive "
@@ -396,6 +404,7 @@ class Local:
     threads: Optional[int] = None
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         if self.threads is not None:
             _int_in(self.threads, 1, 256, "--threads", "the thread count")
         return self
@@ -411,6 +420,7 @@ class Dask:
     client: object = field(default=None, compare=False)
 
     def check(self):
+        """Raise OptionError for a value that cannot run; returns the record."""
         given = [x for x in (self.workers, self.scheduler, self.client) if x]
         if len(given) > 1:
             raise OptionError("give --workers (a local cluster) or --scheduler (an existing one), "

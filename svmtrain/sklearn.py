@@ -77,6 +77,7 @@ class SVMClassifier(ClassifierMixin, _LinearSVM):
         self.max_iter, self.random_state = max_iter, random_state
 
     def fit(self, X, y):
+        """Train on X (sparse or dense) and y; returns self (its certificate in primal_, dual_, relative_gap_)."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -92,10 +93,12 @@ class SVMClassifier(ClassifierMixin, _LinearSVM):
         return self
 
     def decision_function(self, X):
+        """The decision values of the rows of X (one column per class for multiclass)."""
         values = self._decision(X)
         return values if len(self.classes_) > 2 else values.ravel()
 
     def predict(self, X):
+        """The predicted labels (regression: values; ranking: scores) of the rows of X."""
         values = self.decision_function(X)
         if len(self.classes_) == 2:
             return self.classes_[(values > 0).astype(int)]
@@ -120,12 +123,14 @@ class SVMRegressor(RegressorMixin, _LinearSVM):
         self.mode, self.max_iter, self.random_state = mode, max_iter, random_state
 
     def fit(self, X, y):
+        """Train on X (sparse or dense) and y; returns self (its certificate in primal_, dual_, relative_gap_)."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         self._train(X, y, p=float(self.epsilon))
         self.coef_, self.intercept_ = self.coef_.ravel(), float(self.intercept_[0])
         return self
 
     def predict(self, X):
+        """The predicted labels (regression: values; ranking: scores) of the rows of X."""
         return np.asarray(self._decision(X), dtype=np.float64).ravel()
 
     def __sklearn_tags__(self):
@@ -148,6 +153,7 @@ class SVMRanker(RegressorMixin, _LinearSVM):
     fit_intercept = False
 
     def fit(self, X, y, qid=None):
+        """Train on X (sparse or dense) and y; returns self (its certificate in primal_, dual_, relative_gap_)."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         qid = np.zeros(len(y), np.int64) if qid is None else np.asarray(qid)
         if len(qid) != len(y):
@@ -158,6 +164,7 @@ class SVMRanker(RegressorMixin, _LinearSVM):
         return self
 
     def predict(self, X):
+        """The predicted labels (regression: values; ranking: scores) of the rows of X."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         return np.asarray(X @ self.coef_, dtype=np.float64).ravel()
@@ -189,6 +196,7 @@ class BudgetedRBFClassifier(ClassifierMixin, BaseEstimator):
         self.epochs, self.random_state = epochs, random_state
 
     def fit(self, X, y):
+        """Train on X (sparse or dense) and y; returns self (its certificate in primal_, dual_, relative_gap_)."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -210,12 +218,14 @@ class BudgetedRBFClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
+        """The decision values of the rows of X (one column per class for multiclass)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         values = self.model_.decision_function(X)
         return np.asarray(values).ravel() if len(self.classes_) == 2 else values
 
     def predict(self, X):
+        """The predicted labels (regression: values; ranking: scores) of the rows of X."""
         values = self.decision_function(X)
         if len(self.classes_) == 2:
             return self.classes_[(values > 0).astype(int)]

@@ -170,3 +170,20 @@ def test_one_place_builds_a_trained_model():
                 if "Model(task=" in text:
                     builders.append(os.path.relpath(os.path.join(folder, name), root))
     assert builders == ["pipeline.py"]
+
+
+def test_every_public_name_has_a_docstring():
+    import inspect
+    import svmtrain.sklearn as estimators
+    missing = []
+    names = [(svmtrain, n) for n in svmtrain.__all__ if n != "__version__"]
+    names += [(estimators, n) for n in estimators.__all__]
+    for module, name in names:
+        obj = getattr(module, name)
+        if not inspect.getdoc(obj):
+            missing.append(name)
+        if inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if not attr.startswith("_") and callable(member) and not inspect.getdoc(member):
+                    missing.append(f"{name}.{attr}")
+    assert not missing, missing
