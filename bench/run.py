@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 import budgetbench  # noqa: E402
 import controlbench as controls  # noqa: E402
 import daskbench  # noqa: E402
+import modebench  # noqa: E402
 import oneslackbench as oneslack  # noqa: E402
 import onlinebench as online  # noqa: E402
 import taskbench as tasks  # noqa: E402
@@ -372,7 +373,7 @@ def bench_plateau(data, quick, repeat):
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
               "plateau": bench_plateau, **tasks.BENCHMARKS, **oneslack.BENCHMARKS,
               **budgetbench.BENCHMARKS, **controls.BENCHMARKS, **online.BENCHMARKS,
-              **daskbench.BENCHMARKS}
+              **daskbench.BENCHMARKS, **modebench.BENCHMARKS}
 GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
           "oneslack": list(oneslack.BENCHMARKS),
           "controls": list(controls.BENCHMARKS)}

@@ -102,17 +102,20 @@ def _chunks(items):
 
 def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional[Controls] = None,
           where=None, *, model_file=None, model_format="svmtrain", trace=None, on_epoch=None,
-          progress=False, on_warning=None):
+          progress=False, on_warning=None, mode_reason=None):
     """Train a model: `svmtrain train` as a function.
 
     problem: a Problem (task, C, epsilon, bias, ...; default Problem()). mode: NSlack(),
-    OneSlack(), OnlineDual(), Budgeted() or a mode name (default: n-slack, or the mode of the
-    controls' warm_start state). controls: Controls() for costs, weights, regularization and dual
+    OneSlack(), OnlineDual(), Budgeted(), a mode name, or "auto" / None (the default): the mode
+    of the controls' warm_start state, else the fastest for the task and the data's size
+    (svmtrain.auto; model.stats.chosen_because says why). controls: Controls() for costs, weights, regularization and dual
     states. where: Local(threads=...) or Dask(workers=..., scheduler=..., client=...).
     model_file: also write the model there (atomically; online-dual's checkpoints and an
     interrupted run's state go beside it), in model_format "svmtrain" or "liblinear". trace: a
     path for one line per epoch. on_epoch(record) is called as training goes; on_warning(text)
     with each warning (they are also kept in model.stats.warnings). progress: tqdm bars on stderr.
+    mode_reason: why `mode` was chosen, for a front end that resolved "auto" itself
+    (svmtrain.pipeline.resolve_mode).
 
     Returns the Model, its certificate in `model.certificate`, the run's figures in `model.stats`.
     Raises OptionError, DataError, ModelError or InputError on bad input.
@@ -127,9 +130,11 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
         raise OptionError(f"controls must be Controls, got {type(controls).__name__}")
     if not isinstance(where, (Local, Dask)):
         raise OptionError(f"where must be Local() or Dask(...), got {type(where).__name__}")
-    mode, _ = resolve_mode(mode, controls)
     source = as_source(data, zero_based=problem.zero_based)
+    mode, _, reason = resolve_mode(mode, controls, problem.task, source)
+    reason = reason or mode_reason
     model, _ = run_training(TrainingRun(source=source, problem=problem, mode=mode,
+                                        chosen_because=reason,
                                         controls=controls, where=where, model_file=model_file,
                                         model_format=model_format, trace_file=trace,
                                         show_progress=progress, on_epoch=on_epoch,

@@ -450,9 +450,8 @@ def mode_name(mode) -> str:
 
 
 def mode_record(mode):
-    """A mode record from a record, a mode name or None (n-slack)."""
-    if mode is None:
-        return NSlack()
+    """A mode record from a record or a mode name (svmtrain.pipeline.resolve_mode chooses one
+    for "auto")."""
     if isinstance(mode, str):
         if mode not in MODE_RECORDS:
             raise OptionError(f"the mode must be one of {', '.join(MODES)}, got {mode!r}", "--mode")

@@ -50,6 +50,7 @@ class RunStats:
     state_file: Optional[str] = None      # the dual state written (--save-state, or left by an interrupt)
     signal: Optional[int] = None          # the signal that interrupted the run
     passes: Optional[int] = None          # online-dual: the passes completed
+    chosen_because: Optional[str] = None  # why --mode auto chose the mode (None: it was given)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class TrainingRun:
     source: object                        # a path ("-": standard input) or a data.MemorySource
     problem: Problem
     mode: object
+    chosen_because: Optional[str] = None   # --mode auto's reason, reported in the summary
     controls: Controls = Controls()
     where: object = Local()
     model_file: Optional[str] = None      # written (atomically) when given, with its checkpoints
@@ -83,19 +85,26 @@ def state_mode(path):
     return mode, (arrays if mode == "online-dual" else None)
 
 
-def resolve_mode(mode, controls: Controls):
-    """The mode record to run: a --warm-start state decides the mode when none is given, and must
-    agree with one that is. Returns (mode record, the online-dual state arrays or None)."""
+def resolve_mode(mode, controls: Controls, task=None, source=None):
+    """The mode record to run and why. A --warm-start state decides the mode when none is given
+    (and must agree with one that is); "auto" or None chooses by the task and the input's size
+    (svmtrain.auto). Returns (mode record, the online-dual state arrays or None, the reason the
+    mode was chosen, or None when it was given)."""
     from svmtrain.options import MODE_RECORDS, mode_record
     arrays = None
+    given = mode if mode is not None and mode != "auto" else None
     if controls.warm_start is not None:
         name, arrays = state_mode(controls.warm_start)
-        if mode is not None and mode_record(mode).name != name:
+        if given is not None and mode_record(given).name != name:
             raise OptionError(f"{controls.warm_start} is a {name} state, and --mode is "
-                              f"{mode_record(mode).name}", "--warm-start")
-        if mode is None:
-            mode = MODE_RECORDS[name]()
-    return mode_record(mode), arrays
+                              f"{mode_record(given).name}", "--warm-start")
+        if given is None:
+            return MODE_RECORDS[name](), arrays, f"the --warm-start state's mode"
+    if given is None:
+        from svmtrain.auto import choose_mode
+        name, reason = choose_mode(task, source)
+        return MODE_RECORDS[name](), arrays, reason
+    return mode_record(given), arrays, None
 
 
 def build_model(problem: Problem, mode: str, *, n_features, w, dual, primal, relative_gap,
@@ -180,6 +189,9 @@ def run_training(run: TrainingRun):
     stats.seconds = time.perf_counter() - started
     if stats.summary:
         stats.summary = stats.summary.replace("{seconds}", f"{stats.seconds:.3g}")
+        if run.chosen_because:
+            stats.summary += f" (--mode auto: {run.mode.name} for {run.chosen_because})"
+    stats.chosen_because = run.chosen_because
     model.stats = stats
     return model, stats
 
@@ -312,7 +324,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
         raise OptionError("checkpoints are written beside the model: give a model file",
                           "--checkpoint-every")
     steady_malloc()                    # memory bounded by the cache, not by the stream's length
-    _, arrays = resolve_mode(mode, run.controls)
+    _, arrays, _ = resolve_mode(mode, run.controls, p.task, path)
     labels = list(mode.labels) if mode.labels is not None else None
     if labels is None and arrays is not None and "problem_labels" in arrays and arrays["problem_labels"].size:
         labels = arrays["problem_labels"].tolist()     # the state's labels: no reading pass

@@ -14,7 +14,7 @@ from svmtrain.cli.train_options import records, train_options
 @data_path(name="train_file")
 @click.argument("model_file", type=click.Path(dir_okay=False, allow_dash=False))
 @train_options
-def train(train_file, model_file, trace_file, model_format, quiet, **params):
+def train(model_file, trace_file, model_format, quiet, **params):
     """Learn a model from TRAIN_FILE and write it to MODEL_FILE.
 
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
@@ -29,10 +29,10 @@ def train(train_file, model_file, trace_file, model_format, quiet, **params):
             click.echo(f"svmtrain: warning: {message}", err=True)
 
     with user_errors():
-        problem, mode, controls, where = records(ctx, params)
-        model = api.train(train_file, problem, mode, controls, where, model_file=model_file,
+        problem, mode, controls, where, reason = records(ctx, params)
+        model = api.train(params["train_file"], problem, mode, controls, where, model_file=model_file,
                           model_format=model_format, trace=trace_file,
-                          progress=show_progress(quiet), on_warning=warn)
+                          progress=show_progress(quiet), on_warning=warn, mode_reason=reason)
     stats = model.stats
     if stats.interrupted:
         name = signal.Signals(stats.signal).name if stats.signal else "signal"

@@ -48,9 +48,12 @@ Path = click.Path(dir_okay=False)
 OPTIONS = [
     option(C, "-t", "--task", type=click.Choice(TASKS), default="binary", show_default=True,
            metavar="TASK", help="binary, multiclass, regression, ranking, sequence, constraints."),
-    option(C, "-m", "--mode", type=click.Choice(MODES), default=None, metavar="MODE",
-           help="n-slack, 1-slack, online-dual or budgeted  [default: n-slack]",
-           details="n-slack is dual coordinate descent over the constraints of every example (all "
+    option(C, "-m", "--mode", type=click.Choice(("auto",) + MODES), default="auto", metavar="MODE",
+           help="auto, n-slack, 1-slack, online-dual or budgeted  [default: auto]",
+           details="auto chooses by the task and the file's size: online-dual when the data "
+                   "would not fit in memory, 1-slack for ranking, sequence and large binary or "
+                   "multiclass files, n-slack otherwise (a mode's own options choose it; the "
+                   "summary line says which mode ran and why). n-slack is dual coordinate descent over the constraints of every example (all "
                    "listed, or grown by cutting planes), each example with its own slack; 1-slack "
                    "adds one aggregated plane (every example's worst offender) per iteration and "
                    "solves a small QP over those planes (same objective and C); online-dual "
@@ -198,7 +201,12 @@ def records(ctx, params):
     given = {name: value for name, value in params.items()
              if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)}
     controls = options.Controls(**{field: params[name] for name, field in CONTROL_FIELDS.items()})
-    mode, _ = resolve_mode(params["mode"], controls)
+    requested = params["mode"]
+    if requested == "auto":      # a mode's own options name the mode
+        owners = {MODE_FLAGS[name][1] for name in given if name in MODE_FLAGS and name != "threads"}
+        if len(owners) == 1 and controls.warm_start is None:
+            requested = owners.pop()
+    mode, _, reason = resolve_mode(requested, controls, params["task"], params["train_file"])
     problem = options.Problem(task=params["task"], C=params["C"], epsilon=params["epsilon"],
                               bias=params["bias"], p=params["p"], loss=params["loss"],
                               rescaling=params["rescaling"], seed=params["seed"],
@@ -222,4 +230,4 @@ def records(ctx, params):
     if isinstance(where, options.Dask) and params["threads"] is not None:
         raise click.BadParameter("on Dask the per-example loop runs on the workers, one thread "
                                  "each: leave out --threads (give more workers)", param_hint="--threads")
-    return problem, mode, controls, where
+    return problem, mode, controls, where, reason

@@ -1,0 +1,71 @@
+"""`modes`: every linear mode and `--mode auto` on the shared sets, whole `svmtrain train` runs.
+
+Each set is trained by n-slack, 1-slack, online-dual and auto at the same C and -e, interleaved
+(`--repeat` rounds, best of each), so that auto's choice can be judged against the fastest
+explicit mode of the same run: the table svmtrain.auto's rule is written from.
+"""
+
+from _common import BIN, Table, best_of, fr, fs, run_timed
+
+MODES = ("n-slack", "1-slack", "online-dual", "auto")
+
+
+def _sets(data, quick):
+    sets = [
+        ("a9a", "binary", "1", data.plain("a9a/a9a")),
+        ("ijcnn1", "binary", "1", data.plain("ijcnn1/ijcnn1")),
+        ("reuters_lasvm", "binary", "1", data.plain("reuters_lasvm/reuters.trn")),
+        ("pendigits /100", "multiclass", "1",
+         data.scaled("pendigits/pendigits", "pendigits.s100", by=100)),
+        ("sector", "multiclass", "1", data.plain("sector/sector.scale")),
+        ("cpusmall [-1,1]", "regression", "1",
+         data.scaled("cpusmall/cpusmall", "cpusmall.s11", features=(-1, 1), target=(-1, 1))),
+        ("ohsumed", "ranking", "0.01", data.plain("ohsumed/train.txt")),
+        ("conll2000 (-e 1e-2)", "sequence", "0.1", None),
+        ("kddcup99 binary [0,1]", "binary", "1", data.kddcup99_binary()[0]),
+    ]
+    conll = _conll(data)
+    sets = [(n, t, c, conll if p is None else p) for n, t, c, p in sets]
+    if quick:
+        sets = [(n, t, c, data.head(p, 2000)) for n, t, c, p in sets if t != "sequence"]
+    return sets
+
+
+def _conll(data):
+    """conll2000's training file in svmlight form (svmtools conll2svm, word features)."""
+    import subprocess
+    src = data.plain("conll2000/train.txt")
+    out = data.cache / "conll2000.train.svm"
+    if not out.exists():
+        tmp = out.with_name(".conll2000.train.svm.tmp")
+        subprocess.run([BIN / "svmtools", "conll2svm", "-q", str(src), str(tmp),
+                        str(data.cache / "conll2000.dict")], check=True)
+        tmp.rename(out)
+    return out
+
+
+def bench_modes(data, quick, repeat):
+    table = Table("modes", "whole `svmtrain train` runs per mode; auto against the fastest",
+                  ["set", "task", *MODES, "auto chose", "auto / best"])
+    for name, task, C, path in _sets(data, quick):
+        eps = "1e-2" if task == "sequence" else "1e-3"
+        times, chosen = {}, None
+        for mode in MODES:
+            argv = [BIN / "svmtrain", "train", "-t", task, "-c", C, "-e", eps, "-m", mode,
+                    path, data.cache / f"modes.{mode}.model"]
+            best, _, (_, proc) = best_of(repeat, lambda: run_timed(argv))
+            times[mode] = best
+            if mode == "auto":
+                summary = proc.stderr.strip().splitlines()[-1]
+                chosen = summary.split(f"{task} ", 1)[1].split(",", 1)[0]
+        fastest = min(times[m] for m in MODES[:-1])
+        table.rows.append([name, task, *(fs(times[m]) for m in MODES), chosen,
+                           fr(times["auto"] / fastest)])
+        table.records.append({"set": name, "task": task, "C": C, "seconds": times,
+                              "auto_chose": chosen})
+    table.notes.append("best of --repeat whole-process runs (start-up included), -e 1e-3 "
+                       "(sequence 1e-2); the rule: svmtrain/auto.py")
+    return table
+
+
+BENCHMARKS = {"modes": bench_modes}
