@@ -27,6 +27,11 @@ Convention, for README.md and every page under docs/ (pages written later follow
   come first on ``PATH``; ``LC_ALL=C``, ``PYTHONUNBUFFERED=1`` (so that standard output and
   standard error interleave as on a terminal) and ``COLUMNS=80``.
 
+To write a page's expected output, run its commands as the test does and paste what they print:
+``.venv/bin/python tests/test_docs.py docs/PAGE.md`` prints every console example of the page
+with its actual output and status in the block syntax above (then put ``...`` where the output
+is not the point).
+
 Besides the examples, the pages' relative links must point at files that exist, and the README
 keeps to what a new user needs: at most 300 lines, no development history.
 """
@@ -194,6 +199,23 @@ def output_matches(expected, actual):
 # --- running -------------------------------------------------------------------------------
 
 
+def copy_tree_for_examples(where):
+    for name in COPIED:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, where / name)
+        elif (ROOT / name).is_file():
+            shutil.copy(ROOT / name, where / name)
+
+
+def run_example(example, where, env):
+    """(exit status, output lines) of one example run in the directory where."""
+    run = subprocess.run(
+        ["bash", "-c", example.command], cwd=where, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT,
+    )
+    return run.returncode, run.stdout.decode("utf-8", "replace").splitlines()
+
+
 def environment():
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)
@@ -217,22 +239,14 @@ def test_page_examples_run_and_print_what_the_page_shows(page, tmp_path):
     assert examples, f"{page_id(page)}: a console block without a '$ ' command"
     if shutil.which("svmtrain", path=environment()["PATH"]) is None:
         pytest.fail("svmtrain is not built: run `make build`")
-    for name in COPIED:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, tmp_path / name)
-        elif (ROOT / name).is_file():
-            shutil.copy(ROOT / name, tmp_path / name)
+    copy_tree_for_examples(tmp_path)
     env = environment()
     for ex in examples:
         where = f"{page_id(page)}:{ex.line}: $ {ex.command}"
-        run = subprocess.run(
-            ["bash", "-c", ex.command], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT,
-        )
-        output = run.stdout.decode("utf-8", "replace").splitlines()
+        status, output = run_example(ex, tmp_path, env)
         shown = "\n".join(output[:60])
-        assert run.returncode == ex.status, (
-            f"{where}\nexit status {run.returncode}, the page expects {ex.status}\n{shown}")
+        assert status == ex.status, (
+            f"{where}\nexit status {status}, the page expects {ex.status}\n{shown}")
         assert output_matches(ex.expected, output), (
             f"{where}\nthe page shows:\n" + "\n".join(ex.expected) + f"\nthe command printed:\n{shown}")
 
@@ -306,3 +320,26 @@ def test_console_blocks_parse_into_commands_outputs_and_statuses():
     examples = console_examples(page)
     assert [(e.command, e.expected, e.status) for e in examples] == [
         ("echo a \\\n  b", ["a b"], 0), ("false", [], 1)]
+
+
+def print_transcript(page):
+    """Run a page's console examples and print them with their actual output, in block syntax."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as where:
+        copy_tree_for_examples(Path(where))
+        env = environment()
+        for ex in console_examples(page.read_text(encoding="utf-8")):
+            status, output = run_example(ex, Path(where), env)
+            agrees = status == ex.status and output_matches(ex.expected, output)
+            print(f"<!-- line {ex.line}: {'as the page shows' if agrees else 'DIFFERS from the page'} -->")
+            print("$ " + ex.command)
+            if output:
+                print("\n".join(output))
+            if status:
+                print(f"[exit {status}]")
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or ["README.md"]:
+        print_transcript(Path(name).resolve())
