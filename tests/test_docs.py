@@ -221,7 +221,9 @@ def environment():
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     env.update(LC_ALL="C", PYTHONUNBUFFERED="1", COLUMNS="80")
-    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    # not a cluster of the caller's, nor the make that runs the tests (a sub-make prints more)
+    for name in ("DASK_SCHEDULER_ADDRESS", "MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"):
+        env.pop(name, None)
     return env
 
 
