@@ -3,6 +3,7 @@
 #   make test   environment + build + the whole test suite
 #   make bench  benchmarks against the peers (scikit-learn, LIBLINEAR), printed as ratios
 #   make man    regenerate man/ from the CLI
+#   make docs   the user guide (docs/, mkdocs.yml) as HTML in site/
 #   make slurm-train TRAIN=FILE [MODEL=FILE] [SLURM_OPTIONS=...]  submit slurm/svmtrain-dask.sbatch
 
 PYTHON ?= python3
@@ -13,7 +14,7 @@ STAMP_BUILD := $(VENV)/.built
 SHARED_DATA ?= ../shared/data
 export SOURCE_DATE_EPOCH ?= 1767225600
 
-.PHONY: env build test demo bench man clean slurm-train
+.PHONY: env build test demo bench man docs clean slurm-train
 
 env: $(STAMP_ENV)
 $(STAMP_ENV): requirements-dev.txt
@@ -39,6 +40,11 @@ bench: build
 man: build
 	$(PY) -m svmtools.manpages man
 
+# the guide's tool is the optional `docs` extra, installed here rather than by `make env`
+docs: $(STAMP_ENV)
+	$(PY) -m pip install --quiet 'mkdocs>=1.6'
+	$(PY) -m mkdocs build --strict --site-dir site
+
 # train (and verify-bound) on a Dask cluster inside one SLURM job; see README.md, "Past one machine"
 slurm-train:
 	@test -n "$(TRAIN)" || { echo "make slurm-train: give TRAIN=FILE (a plain file on a shared file system)"; exit 2; }
@@ -46,4 +52,4 @@ slurm-train:
 		$(SLURM_OPTIONS) slurm/svmtrain-dask.sbatch
 
 clean:
-	rm -rf build dist *.egg-info pyx/*.c pyx/*.html svmtrain/*.so $(STAMP_BUILD)
+	rm -rf build dist site *.egg-info pyx/*.c pyx/*.html svmtrain/*.so $(STAMP_BUILD)

@@ -54,7 +54,7 @@ stand for a position outside the sentence. The columns reach ``--column-window``
 of a column inside that window, ``col2[-1:+0]=DT|NN`` (``<s>`` / ``</s>`` outside the sentence): the
 POS window and POS bigrams of CoNLL-2000 chunkers (Kudo and Matsumoto 2001; CRF++'s example
 template), worth +0.26 points of token accuracy on a held-out part of the training file
-(README, sequence).
+(bench/README.md, tasks).
 
 Files are read as UTF-8; bytes that are not UTF-8 pass through unchanged (surrogateescape).
 """

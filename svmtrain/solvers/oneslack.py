@@ -138,7 +138,7 @@ from svmtrain.tasks.multiclass import Multiclass
 
 #: per-example cache size (-f) and plane removal (the CLI's defaults: cli/oneslack_options.py);
 #: bench/README.md, "1-slack", has the measurements behind them
-DEFAULT_CACHE = 0         # no cache: with in-out query points it lost (README, 1-slack)
+DEFAULT_CACHE = 0         # no cache: with in-out query points it lost (docs/design/one-slack.md)
 DEFAULT_INACTIVE = 50     # Joachims et al.: planes inactive in the last 50 QPs
 #: the shards of the per-example loop: at most this many, each with at least this many nonzeros and
 #: examples
