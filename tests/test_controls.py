@@ -25,8 +25,12 @@ def run(*args):
 
 
 def train(tmp_path, *args, name="m", data_file=SAMPLE, ok=True):
+    """n-slack, the mode these tests are about, unless the arguments name a mode or a state."""
     model = tmp_path / name
-    code, out = run("train", "-q", "-e", "1e-6", "--max-epochs", "20000", *args, data_file, model)
+    named = any(str(a) in ("-m", "--mode", "--warm-start") for a in args)
+    mode = [] if named else ["-m", "n-slack"]
+    code, out = run("train", "-q", "-e", "1e-6", "--max-epochs", "20000", *mode, *args, data_file,
+                    model)
     if ok:
         assert code == 0, out
     return model, code, out
