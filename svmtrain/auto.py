@@ -6,9 +6,10 @@ certified gap, so only time and memory differ):
 1. The data would not fit: its in-memory size (about MEMORY_PER_BYTE bytes per byte of svmlight
    text; compressed files by their typical ratio) above half the memory available -> online-dual,
    whose memory is bounded by its cache, not by the data.
-2. ranking -> 1-slack: n-slack lists every pair of a query (ohsumed: 367,663 pairs for 9,177 rows)
-   where 1-slack aggregates a query's pairs into one plane per pass (ohsumed 0.45 s against
-   n-slack's 1.74 s; 0.10x on the sample, the same optimum).
+2. ranking above RANKING_BYTES -> 1-slack: n-slack lists every pair of a query (ohsumed: 367,663
+   pairs for 9,177 rows, 4.2 MB) where 1-slack aggregates a query's pairs into one plane per pass
+   (ohsumed 0.45 s against n-slack's 1.74 s, the same optimum); on a few queries the pairs are few
+   and n-slack wins (data/ohsumed.train.sample, 5 queries, 0.1 MB: 0.09 s against 0.5 s).
 3. sequence -> 1-slack: one Viterbi pass per iteration over all sentences instead of cutting-plane
    rounds that re-solve a growing cache (conll2000 at -c 0.1: 0.84x n-slack's time).
 4. binary and multiclass on large files -> 1-slack: its iterations grow slowly with n and it trains
@@ -26,6 +27,8 @@ import os
 
 #: binary / multiclass files above this size (uncompressed bytes) train fastest by 1-slack
 LARGE_BYTES = 20 << 20
+#: ranking files above this size train fastest by 1-slack
+RANKING_BYTES = 1 << 20
 #: in-memory bytes per byte of svmlight text: CSR (12 bytes per nonzero, about 8 of text), the
 #: engine's copy and the constraint cache
 MEMORY_PER_BYTE = 4
@@ -67,7 +70,7 @@ def choose_mode(task, source):
     memory = available_memory()
     if size is not None and memory is not None and size * MEMORY_PER_BYTE > memory / 2:
         return "online-dual", "the data would not fit in memory"
-    if task == "ranking":
+    if task == "ranking" and (size is None or size > RANKING_BYTES):
         return "1-slack", "ranking"
     if task == "sequence":
         return "1-slack", "sequence"

@@ -51,6 +51,7 @@ class RunStats:
     signal: Optional[int] = None          # the signal that interrupted the run
     passes: Optional[int] = None          # online-dual: the passes completed
     chosen_because: Optional[str] = None  # why --mode auto chose the mode (None: it was given)
+    late_warnings: list = field(default_factory=list)   # shown after the summary, not during the run
 
 
 @dataclass
@@ -189,7 +190,8 @@ def run_training(run: TrainingRun):
     stats.seconds = time.perf_counter() - started
     if stats.summary:
         stats.summary = stats.summary.replace("{seconds}", f"{stats.seconds:.3g}")
-        if run.chosen_because:
+        if run.chosen_because and run.mode.name != "n-slack":
+            # n-slack is what svmtrain always ran: said only when auto departs from it
             stats.summary += f" (--mode auto: {run.mode.name} for {run.chosen_because})"
     stats.chosen_because = run.chosen_because
     model.stats = stats
@@ -450,9 +452,10 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                      f"{result.solves} re-optimisations, {result.epochs} epochs, {result.cache} "
                      f"constraints cached, {{seconds}} s, primal {model.primal:.10g}, dual "
                      f"{result.dual:.10g}, relative gap {rel:.3g} ({how})")
-    if certified and rel > p.epsilon:
-        warn(f"relative gap {rel:.3g} is above epsilon {p.epsilon:g} after "
-             f"{_n(result.passes, 'pass', 'passes')}: more --passes close it")
+    if certified and rel > p.epsilon:   # after the summary, whose figures it refers to
+        stats.warnings.append(f"relative gap {rel:.3g} is above epsilon {p.epsilon:g} after "
+                              f"{_n(result.passes, 'pass', 'passes')}: more --passes close it")
+        stats.late_warnings.append(stats.warnings[-1])
     return model
 
 

@@ -17,7 +17,7 @@ HEART = os.path.join(DATA, "heart_scale")
 @pytest.mark.parametrize("task,path,mode", [
     ("binary", HEART, "n-slack"), ("multiclass", "pendigits_scale.train.sample", "n-slack"),
     ("regression", "cpusmall_scale.train.sample", "n-slack"),
-    ("ranking", "ohsumed.train.sample", "1-slack"), ("sequence", "conll2000.train.svm", "1-slack"),
+    ("ranking", "ohsumed.train.sample", "n-slack"), ("sequence", "conll2000.train.svm", "1-slack"),
 ])
 def test_rule_by_task(task, path, mode):
     assert auto.choose_mode(task, os.path.join(DATA, path))[0] == mode
@@ -25,7 +25,9 @@ def test_rule_by_task(task, path, mode):
 
 def test_large_files_and_memory(monkeypatch, tmp_path):
     monkeypatch.setattr(auto, "LARGE_BYTES", 1000)
+    monkeypatch.setattr(auto, "RANKING_BYTES", 1000)
     assert auto.choose_mode("binary", HEART) == ("1-slack", "a large file")
+    assert auto.choose_mode("ranking", HEART) == ("1-slack", "ranking")
     assert auto.choose_mode("regression", HEART)[0] == "n-slack"
     monkeypatch.setattr(auto, "available_memory", lambda: 10_000)
     assert auto.choose_mode("ranking", HEART) == ("online-dual", "the data would not fit in memory")
@@ -37,7 +39,8 @@ def test_large_files_and_memory(monkeypatch, tmp_path):
     assert auto.choose_mode("binary", "-")[0] == "n-slack"
 
 
-def test_cli_says_which_mode_ran_and_why(tmp_path):
+def test_cli_says_which_mode_ran_and_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(auto, "RANKING_BYTES", 1000)
     out = tmp_path / "m"
     r = CliRunner().invoke(main, ["train", "-t", "ranking", "-c", "0.1",
                                   os.path.join(DATA, "ohsumed.train.sample"), str(out)])
@@ -58,7 +61,8 @@ def test_a_modes_own_option_chooses_it(tmp_path):
     assert r.exit_code == 2 and "applies to --mode" in r.output
 
 
-def test_library_default_is_auto():
+def test_library_default_is_auto(monkeypatch):
+    monkeypatch.setattr(auto, "RANKING_BYTES", 1000)
     model = svmtrain.train(os.path.join(DATA, "ohsumed.train.sample"),
                            svmtrain.Problem(task="ranking", C=0.1))
     assert model.mode == "1-slack" and model.stats.chosen_because == "ranking"

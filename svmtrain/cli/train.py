@@ -48,3 +48,5 @@ def train(model_file, trace_file, model_format, quiet, **params):
         sys.exit(interrupt.exit_status())
     if not quiet:
         click.echo(f"svmtrain: {stats.summary}", err=True)
+        for message in stats.late_warnings:
+            click.echo(f"svmtrain: warning: {message}", err=True)
