@@ -19,13 +19,15 @@ from svmtrain import interrupt
 from svmtrain.cli.options import InputError, positive, show_progress
 from svmtrain.cli.controls import read_controls
 from svmtrain.controls import BlockPreparer, ControlError, ControlledTask, Controls
-from svmtrain.solvers.online import DEFAULT_ADMIT_MARGIN, DEFAULT_KEEP_INACTIVE, DEFAULT_SHUFFLE_WINDOW, DEFAULT_WINDOW_LOOKS
+from svmtrain.solvers.online import (DEFAULT_ADMIT_MARGIN, DEFAULT_KEEP_INACTIVE, DEFAULT_SHUFFLE_WINDOW,
+                                     DEFAULT_STRUCTURED_LOOKS, DEFAULT_WINDOW_LOOKS, DEFAULT_WINDOW_ROWS)
 
 # option name -> flag, for "applies to --mode online-dual" messages
 _ONLINE_ONLY = {"passes": "--passes", "chunk": "--chunk", "keep_inactive": "--keep-inactive",
                 "cache_limit": "--cache-limit", "labels": "--labels", "verify": "--verify/--no-verify",
                 "checkpoint_every": "--checkpoint-every",
                 "shuffle_window": "--shuffle-window", "window_looks": "--window-looks",
+                "window_rows": "--window-rows",
                 "admit_margin": "--admit-margin"}
 ONLINE_OPTIONS = tuple(_ONLINE_ONLY)     # the parameters online_options adds to train
 
@@ -77,11 +79,17 @@ def online_options(f):
                           "(fixed by --seed and the pass; memory: N examples), so that runs of one "
                           "label or drift in the file do not steer w; 0: file order. Ranking "
                           "streams a query at a time, in file order."),
+        click.option("--window-rows", "window_rows", type=click.IntRange(1),
+                     default=DEFAULT_WINDOW_ROWS, show_default=True, metavar="R",
+                     help="online-dual: a shuffle window also closes at R rows (whole examples), so "
+                          "that its memory is bounded however long the examples are."),
         click.option("--window-looks", "window_looks", type=click.IntRange(0),
-                     default=DEFAULT_WINDOW_LOOKS, show_default=True, metavar="K",
+                     default=None, metavar="K",
                      help="online-dual: before a shuffle window is let go, check its examples "
                           "against the current w again (they are in memory; the file is still read "
-                          "once), up to K times, until a look adds no constraint."),
+                          "once), up to K times, until a look adds no constraint (multiclass and "
+                          "sequence: or raises the upper bound by at most -e of it)  [default: "
+                          f"{DEFAULT_WINDOW_LOOKS}; multiclass and sequence {DEFAULT_STRUCTURED_LOOKS}]"),
         click.option("--admit-margin", "admit_margin", type=click.FloatRange(0, 100),
                      default=DEFAULT_ADMIT_MARGIN, show_default=True, metavar="M",
                      help="online-dual: also cache an example that is within M of violating its "
@@ -237,7 +245,7 @@ def train_online(train_file, model_file, task_name, C, epsilon, bias, seed, max_
                         max_epochs=max_epochs, shrinking=shrinking, zero_based=zero_based,
                         checkpoint_every=online["checkpoint_every"],
                         shuffle_window=online["shuffle_window"],
-                        window_looks=online["window_looks"],
+                        window_looks=online["window_looks"], window_rows=online["window_rows"],
                         admit_margin=online["admit_margin"])
     fields = problem_fields(task_name, task, opt)
     fields["controls"] = json.dumps(controls.model_fields(), sort_keys=True, default=str)
