@@ -189,4 +189,187 @@ def _stdin_run(path, k):
     return wall, int(found.group(1)) / 1024.0, text[:found.start()]
 
 
-BENCHMARKS = {"online": bench_online}
+
+
+# ---------------------------------------------------------------------------------------------
+# Structured data (issue 19): online-dual pass by pass against n-slack, in the same run
+
+
+def _conll_columns(data, name, conllu, columns):
+    """A CoNLL-U file cut to the CoNLL columns `word tag` (columns FORM and UPOS), comment lines,
+    multiword tokens and empty nodes left out (the format conll2svm reads)."""
+    src = data.shared / conllu
+
+    def produce(out):
+        import lzma
+        with lzma.open(src, "rt", encoding="utf-8") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if not line:
+                    out.write(b"\n")
+                    continue
+                if line.startswith("#"):
+                    continue
+                cols = line.split("\t")
+                if "-" in cols[0] or "." in cols[0]:
+                    continue
+                out.write(" ".join(cols[c].replace(" ", "_") for c in columns).encode() + b"\n")
+    return data._write(name, produce)
+
+
+def _xz_copy(data, rel, name):
+    """SHARED/rel.xz decompressed under its own name (conll2000's and ohsumed's are both train.txt)."""
+    def produce(out):
+        import lzma
+        import shutil
+        with lzma.open(data.shared / f"{rel}.xz", "rb") as f:
+            shutil.copyfileobj(f, out, 1 << 20)
+    return data._write(name, produce)
+
+
+def _conll2svm(data, stem, train_conll, test_conll):
+    """(train, test) svmlight files of a CoNLL pair, conll2svm's default features."""
+    d = data.cache / f"{stem}.dict"
+    train, test = data.cache / f"{stem}.train.svm", data.cache / f"{stem}.test.svm"
+    if not train.exists():
+        run_child([BIN / "svmtools", "conll2svm", "-q", "--force", "--new-dictionary", d, train_conll,
+                   train])
+    if not test.exists():
+        run_child([BIN / "svmtools", "conll2svm", "-q", "--dictionary", d, "--unknown-tag-ok",
+                   test_conll, test])
+    return train, test
+
+
+def _repeated_sentences(data, path, k):
+    """A sequence file written k times over, each copy's qids moved past the last copy's."""
+    def produce(out):
+        top = 0
+        for _ in range(k):
+            last = 0
+            with open(path, "rb") as f:
+                for line in f:
+                    label, q, rest = line.split(b" ", 2)
+                    n = int(q[4:])
+                    last = max(last, n)
+                    out.write(b"%s qid:%d %s" % (label, n + top, rest))
+            top += last
+    return data._write(f"{Path(path).name}.x{k}", produce)
+
+
+def curve(task, train, test, C, passes=3, options=None):
+    """One online-dual run pass by pass in a fresh process (curve_child), and its peak RSS."""
+    args = {"task": task, "train": str(train), "test": str(test) if test else None, "C": C,
+            "passes": passes, "stop_gap": 1e-3, "options": options or {}}
+    wall, stdout, _err, rss = run_child([sys.executable, Path(__file__).resolve(), "curve",
+                                         json.dumps(args)])
+    return json.loads(stdout), rss
+
+
+def bench_online_structured(data, quick, repeat):
+    ud_train = _conll_columns(data, "ud_ewt.train.conll", "ud_english_ewt/en_ewt-ud-train.conllu.xz", (1, 3))
+    ud_test = _conll_columns(data, "ud_ewt.test.conll", "ud_english_ewt/en_ewt-ud-test.conllu.xz", (1, 3))
+    sets = [("UD English EWT UPOS", "sequence", 0.1, *_conll2svm(data, "ud_ewt", ud_train, ud_test)),
+            ("conll2000 chunking", "sequence", 0.1,
+             *_conll2svm(data, "conll2000.default", _xz_copy(data, "conll2000/train.txt", "conll2000.train.conll"),
+                         _xz_copy(data, "conll2000/test.txt", "conll2000.test.conll"))),
+            ("sector", "multiclass", 1.0, data.plain("sector/sector.scale"),
+             data.plain("sector/sector.t.scale"))]
+    if quick:
+        sets = [(label, task, C, data.head(tr, 20000), te) for label, task, C, tr, te in sets[:1]]
+    table = Table("online-structured", "online-dual pass by pass vs n-slack (batch), same run: "
+                  "certified relative gap, training time, peak RSS, test accuracy (-e 1e-3, no bias)",
+                  ["data", "run", "certified gap", "s", "RSS MB", "test acc", "cache", "cache MB"])
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "m"
+        for label, task, C, tr, te in sets:
+            t_b, rss_b, _ = best(1, tr, model, "-t", task, "-c", repr(C), "-e", "1e-3")
+            v = verify(model, tr)
+            acc_b = 100 * predict(te, model)["accuracy"]
+            table.rows.append([label, "n-slack -e 1e-3", f"{v['relative_gap']:.1e}", fs(t_b),
+                               f"{rss_b:.0f}", f"{acc_b:.2f}", "", ""])
+            table.records.append({"data": label, "run": "n-slack", "seconds": t_b, "rss_mb": rss_b,
+                                  "verify": v, "test_accuracy": acc_b})
+            passes, rss_o = curve(task, tr, te, C)
+            for r in passes:
+                table.rows.append([label, f"online-dual after pass {r['pass']}", f"{r['gap']:.1e}",
+                                   fs(r["seconds"]), f"{r['rss_mb']:.0f}",
+                                   f"{100 * r['test']['accuracy']:.2f}", str(r["cache"]),
+                                   f"{r['cache_bytes'] / 2 ** 20:.0f}"])
+            table.records.append({"data": label, "run": "online-dual", "passes": passes,
+                                  "rss_mb": rss_o, "batch_seconds": t_b, "batch_rss_mb": rss_b})
+            if label.startswith("UD") and not quick:
+                once = passes[0]["rss_mb"]
+                x4, rss_x4 = curve(task, _repeated_sentences(data, tr, 4), None, C, passes=1)
+                table.rows.append([label + " x4", "online-dual 1 pass", f"{x4[0]['gap']:.1e}",
+                                   fs(x4[0]["seconds"]), f"{x4[0]['rss_mb']:.0f}", "-",
+                                   str(x4[0]["cache"]), f"{x4[0]['cache_bytes'] / 2 ** 20:.0f}"])
+                table.rows.append(["UD x4 / x1 peak RSS", "", "", "", f"{100 * (x4[0]['rss_mb'] / once - 1):+.1f}%",
+                                   "", "", ""])
+                table.records.append({"data": label + " x4", "run": "online-dual", "passes": x4})
+    table.notes += [
+        "online-dual rows: one run (bench/onlinebench.py curve), its model after each pass certified "
+        "by one streamed pass of verify-bound's code (not timed); s = training time so far; RSS = "
+        "the process's peak so far; cache = constraints, cache MB = the cache's arrays and row store. "
+        "The run stops after the pass that certifies 1e-3.",
+        "UD: CoNLL-U FORM and UPOS columns, conll2svm's default features; C 0.1 for the sequence "
+        "sets, C 1 for sector. x4: the UD training file written 4 times (qids renumbered).",
+    ]
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# Structured data: the pass-by-pass curve of one online-dual run, in a child process
+
+
+def curve_child(args):
+    """In a fresh process (`python bench/onlinebench.py curve JSON`): one online-dual run, pass by
+    pass; after each pass the model's certified relative gap (P(w) from one streamed pass, the code
+    of verify-bound, not timed) and the test accuracy (not timed). Prints JSON: per pass the
+    training seconds so far, the gap, the cache (constraints, bytes) and the process's peak RSS."""
+    import resource
+    import numpy as np
+    from svmtrain import data, objective
+    from svmtrain.solvers.online import OnlineDual, OnlineOptions, streaming_task
+    from svmtrain.tasks import task_class
+
+    task = streaming_task(task_class(args["task"]), args["train"], {})
+    opt = OnlineOptions(C=args["C"], bias=None, epsilon=args.get("epsilon", 1e-3), seed=SEED,
+                        passes=1, **args.get("options", {}))
+    solver = OnlineDual(task, args["train"], opt)
+    out, seconds, verify_cpu = [], 0.0, 0.0
+    for p in range(1, args["passes"] + 1):
+        solver.opt.passes = p
+        start = time.perf_counter()
+        result = solver.run()
+        seconds += time.perf_counter() - start
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        rss = usage.ru_maxrss / 1024.0
+        cpu = usage.ru_utime + usage.ru_stime - verify_cpu      # training only
+        priced = objective.primal(task, result.w, result.geometry, opt.C,
+                                  data.iter_blocks(args["train"]), args["train"])
+        P, D = priced.primal, result.dual
+        record = {"pass": p, "seconds": seconds, "cpu": cpu, "primal": P, "dual": D, "gap": (P - D) / P,
+                  "cache": result.cache, "cache_bytes": solver.cache.nbytes, "rss_mb": rss,
+                  "solves": result.solves, "epochs": result.epochs}
+        if args.get("test"):
+            metric = task.new_metric()
+            for block in data.whole_examples(data.iter_blocks(args["test"]), task.grouping):
+                metric.add(task.predict(result.w, block, result.geometry, args["test"])[0], block)
+            record["test"] = metric.summary()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        verify_cpu = usage.ru_utime + usage.ru_stime - cpu
+        out.append(record)
+        print(json.dumps(record), file=sys.stderr, flush=True)
+        if record["gap"] <= args.get("stop_gap", 0):
+            break
+    print(json.dumps(out))
+
+
+BENCHMARKS = {"online": bench_online, "online-structured": bench_online_structured}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "curve":
+        curve_child(json.loads(sys.argv[2]))
+    else:
+        sys.exit("usage: onlinebench.py curve JSON (bench/run.py --only online runs the group)")

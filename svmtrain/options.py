@@ -214,6 +214,7 @@ class OnlineDual:
     passes: int = 1
     chunk: int = 1000
     shuffle_window: Optional[int] = None
+    window_rows: Optional[int] = None
     window_looks: Optional[int] = None
     admit_margin: Optional[float] = None
     keep_inactive: Optional[int] = None
@@ -233,6 +234,8 @@ class OnlineDual:
         """Raise OptionError for a value that cannot run; returns the record."""
         _int_in(self.passes, 1, None, "--passes", "the number of passes")
         _int_in(self.chunk, 1, None, "--chunk", "the chunk size")
+        if self.window_rows is not None:
+            _int_in(self.window_rows, 1, None, "--window-rows", "the window's rows")
         for name, flag in (("shuffle_window", "--shuffle-window"), ("window_looks", "--window-looks"),
                            ("keep_inactive", "--keep-inactive")):
             if getattr(self, name) is not None:
@@ -258,7 +261,7 @@ class OnlineDual:
     def solver_value(self, name):
         """An option's value, the solver's default when None."""
         value = getattr(self, name)
-        defaults = {"shuffle_window": "DEFAULT_SHUFFLE_WINDOW", "window_looks": "DEFAULT_WINDOW_LOOKS",
+        defaults = {"shuffle_window": "DEFAULT_SHUFFLE_WINDOW", "window_rows": "DEFAULT_WINDOW_ROWS",
                     "admit_margin": "DEFAULT_ADMIT_MARGIN", "keep_inactive": "DEFAULT_KEEP_INACTIVE"}
         return _online_default(defaults[name]) if value is None else value
 

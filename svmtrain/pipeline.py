@@ -347,7 +347,8 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                         max_epochs=mode.max_epochs, shrinking=mode.shrinking,
                         zero_based=p.zero_based, checkpoint_every=mode.checkpoint_every,
                         shuffle_window=mode.solver_value("shuffle_window"),
-                        window_looks=mode.solver_value("window_looks"),
+                        window_rows=mode.solver_value("window_rows"),
+                        window_looks=mode.window_looks,     # None: the solver's, by the task
                         admit_margin=mode.solver_value("admit_margin"))
     fields = problem_fields(p.task, task, opt)
     fields["controls"] = json.dumps(controls.model_fields(), sort_keys=True, default=str)
