@@ -371,13 +371,13 @@ def test_verify_bound_certifies_a_one_slack_model(shared, tmp_path):
 
 
 @pytest.mark.parametrize("args,flag", [
-    (["-f", "3"], "-f"),                                   # a 1-slack option with n-slack
+    (["-m", "n-slack", "-f", "3"], "-f"),                  # a 1-slack option with n-slack
     (["--threads", "2"], "--threads"),
     (["--mode", "1-slack", "--threads", "0"], "--threads"),
     (["--mode", "1-slack", "-f", "-1"], "-f"),
     (["--mode", "1-slack", "--qp-every", "0"], "--qp-every"),
     (["--mode", "1-slack", "--drop-inactive", "x"], "--drop-inactive"),
-    (["--in-out", "0.5"], "--in-out"),
+    (["-m", "n-slack", "--in-out", "0.5"], "--in-out"),
     (["--mode", "1-slack", "--in-out", "1.5"], "--in-out"),
     (["--mode", "1-slack", "--in-out", "-0.1"], "--in-out"),
     (["--mode", "2-slack"], "--mode"),

@@ -337,9 +337,9 @@ def test_checkpoint_every_writes_model_and_state(a9a5k, tmp_path):
     (["--passes", "0"], "--passes"),
     (["--cache-limit", "lots"], "--cache-limit"),
     (["--cache-limit", "0"], "--cache-limit"),
-    (["--passes", "2"], "applies to --mode online-dual"),
-    (["--keep-inactive", "2"], "applies to --mode online-dual"),
-    (["--shuffle-window", "10"], "applies to --mode online-dual"),
+    (["-m", "n-slack", "--passes", "2"], "applies to --mode online-dual"),   # auto: chooses it
+    (["-m", "n-slack", "--keep-inactive", "2"], "applies to --mode online-dual"),
+    (["-m", "1-slack", "--shuffle-window", "10"], "applies to --mode online-dual"),
     (["-m", "online-dual", "--admit-margin", "-1"], "--admit-margin"),
     (["-m", "online-dual", "--shuffle-window", "-5"], "--shuffle-window"),
     (["-m", "online-dual", "--labels", "1,1"], "--labels"),

@@ -287,8 +287,8 @@ def test_state_with_overflowing_term_scale(tmp_path):
     data = tmp_path / "seq.svm"
     data.write_bytes(_head("conll2000.train.svm", 120))
     state = tmp_path / "s.npz"
-    r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", "--save-state", str(state), str(data),
-                                  str(tmp_path / "m0")])
+    r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", "-m", "n-slack", "--save-state",
+                                  str(state), str(data), str(tmp_path / "m0")])
     assert r.exit_code == 0, r.output
     arrays = dict(np.load(state))
     arrays["cache_term_scale"] = np.full_like(arrays["cache_term_scale"], 1e308)
