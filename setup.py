@@ -29,6 +29,7 @@ setup(
     install_requires=["numpy>=1.24", "scipy>=1.10", "click>=8.1", "tqdm>=4.60"],
     extras_require={
         "dask": ["dask[distributed]>=2023.1"],
+        "plot": ["matplotlib>=3.5"],
         "test": ["pytest>=7", "scikit-learn>=1.3", "liblinear-official>=2.47"],
     },
     ext_modules=cythonize(
