@@ -11,8 +11,9 @@ Inputs, told apart by their content (or by --kind):
 - A C path or cross-validation curve, in either of two forms (what `svmtrain cv` and the C path
   write):
 
-      # C score std                 text: a line per C, `C score [std]`, whitespace-separated;
-      0.25 0.8412 0.0061            '#' starts a comment; std is optional (no error bars)
+      # C accuracy std              text: a line per C, `C score [std]`, whitespace-separated;
+      0.25 0.8412 0.0061            '#' starts a comment; std is optional (no error bars); a
+                                    first line `# C NAME [std]` names the score
       0.5 0.8437 0.0048
 
       {"C": [0.25, 0.5], "score": [0.8412, 0.8437], "std": [0.0061, 0.0048],
@@ -152,7 +153,13 @@ def read_path(path: str, lines=None) -> Path:
         result = Path(name, got["C"], got["score"], got.get("std"), metric, better)
     else:
         C, score, std = [], [], []
+        metric = "score"
         for lineno, line in enumerate(lines, 1):
+            if not C and line.startswith("#"):
+                # a header `# C accuracy std` names the score
+                head = line[1:].split()
+                if len(head) in (2, 3) and head[0] == "C":
+                    metric = head[1]
             body = line.split("#", 1)[0].split()
             if not body:
                 continue
@@ -164,7 +171,7 @@ def read_path(path: str, lines=None) -> Path:
             score.append(_number(body[1], path, lineno, "score"))
             if len(body) == 3:
                 std.append(_number(body[2], path, lineno, "std"))
-        result = Path(name, C, score, std or None)
+        result = Path(name, C, score, std or None, metric)
     if not result.C:
         raise _data_error(path, None, "no points")
     for k, c in enumerate(result.C):
@@ -202,7 +209,7 @@ def _positive(values):
     return all(v > 0 for v in values if not math.isnan(v))
 
 
-def draw(items, output, x_axis="epoch", title=None, lower_is_better=False):
+def draw(items, output, x_axis="epoch", title=None, lower_is_better=False, epsilon=None):
     plt = _matplotlib()
     traces = [t for t in items if isinstance(t, Trace)]
     paths = [p for p in items if isinstance(p, Path)]
@@ -224,6 +231,10 @@ def draw(items, output, x_axis="epoch", title=None, lower_is_better=False):
         top.grid(True, which="both", alpha=0.3)
         gaps = [g if g > 0 else math.nan for g in t.relative_gap]
         bottom.plot(x, gaps, color="tab:green")
+        if epsilon is not None:
+            bottom.axhline(epsilon, color="gray", linestyle="--", linewidth=1)
+            bottom.annotate(f"-e {epsilon:g}", (0, epsilon), xycoords=("axes fraction", "data"),
+                            textcoords="offset points", xytext=(4, 3), fontsize=8, color="gray")
         bottom.set_yscale("log")
         bottom.set_ylabel("relative gap (P - D) / P")
         bottom.set_xlabel(xlabel)
@@ -273,10 +284,13 @@ def draw(items, output, x_axis="epoch", title=None, lower_is_better=False):
 @click.option("--x", "x_axis", type=click.Choice(["epoch", "seconds"]), default="epoch",
               show_default=True, help="Traces: plot against epochs (iterations) or seconds.")
 @click.option("--title", metavar="TEXT", help="A title over the figure.")
+@click.option("-e", "--epsilon", type=click.FloatRange(0, min_open=True), default=None,
+              help="Traces: draw the relative gap the training aimed at (svmtrain's -e) as a "
+                   "dashed line.")
 @click.option("--lower-is-better", is_flag=True,
               help="Paths: mark the C of the lowest score as the best (an error rate, a loss).")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def plot(output, kind, x_axis, title, lower_is_better, files):
+def plot(output, kind, x_axis, title, epsilon, lower_is_better, files):
     """Draw training traces and C paths side by side.
 
     Each trace (svmtrain train --trace FILE) gets a column: primal and dual objectives above the
@@ -292,4 +306,4 @@ def plot(output, kind, x_axis, title, lower_is_better, files):
     _matplotlib()    # before any file is read: a missing extra is the first thing to hear
     with user_errors():
         items = [read_input(f, kind) for f in files]
-        draw(items, output, x_axis, title, lower_is_better)
+        draw(items, output, x_axis, title, lower_is_better, epsilon)

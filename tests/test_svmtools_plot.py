@@ -53,7 +53,8 @@ def test_traces_side_by_side_as_png_and_svg(traces, tmp_path):
     result = plot("-o", str(png), *map(str, traces.values()))
     assert result.exit_code == 0, result.output
     assert png.read_bytes().startswith(PNG) and png.stat().st_size > 10_000
-    assert plot("-o", str(svg), "--x", "seconds", str(traces["n-slack"])).exit_code == 0
+    assert plot("-o", str(svg), "--x", "seconds", "-e", "0.001",
+                str(traces["n-slack"])).exit_code == 0
     assert b"<svg" in svg.read_bytes()[:1000]
 
 
@@ -66,7 +67,7 @@ def test_same_inputs_give_the_same_file(traces, tmp_path):
 
 def test_path_text_and_json_read_alike(tmp_path):
     text = tmp_path / "path.txt"
-    text.write_text("# C score std\n0.25 0.84 0.01\n0.5 0.85 0.008\n1 0.86 0.01  # best\n")
+    text.write_text("# C accuracy std\n0.25 0.84 0.01\n0.5 0.85 0.008\n1 0.86 0.01  # best\n")
     js = tmp_path / "path.json"
     js.write_text(json.dumps({"C": [0.25, 0.5, 1], "score": [0.84, 0.85, 0.86],
                               "std": [0.01, 0.008, 0.01], "metric": "accuracy"}))
@@ -74,7 +75,7 @@ def test_path_text_and_json_read_alike(tmp_path):
     assert isinstance(a, Path) and isinstance(b, Path)
     assert (a.C, a.score, a.std) == (b.C, b.score, b.std) == ([0.25, 0.5, 1.0], [0.84, 0.85, 0.86],
                                                               [0.01, 0.008, 0.01])
-    assert b.metric == "accuracy"
+    assert a.metric == b.metric == "accuracy"
     assert read_path(str(text), ["1 0.5", "2 0.6"]).std is None
     out = tmp_path / "p.png"
     assert plot("-o", str(out), str(text), str(js)).exit_code == 0
