@@ -1,4 +1,4 @@
-"""svmtools conll2svm / svm2conll: CoNLL column files to and from the sequence task's files.
+"""svmtools conll2svm / svm2conll: CoNLL and CoNLL-U files to and from the sequence task's files.
 
 CoNLL column files (CoNLL-2000 chunking, CoNLL-2003 NER, ...) hold one token per line,
 
@@ -55,6 +55,18 @@ of a column inside that window, ``col2[-1:+0]=DT|NN`` (``<s>`` / ``</s>`` outsid
 POS window and POS bigrams of CoNLL-2000 chunkers (Kudo and Matsumoto 2001; CRF++'s example
 template), worth +0.26 points of token accuracy on a held-out part of the training file
 (README, sequence).
+
+CoNLL-U files (Universal Dependencies: ten tab-separated columns ID FORM LEMMA UPOS XPOS FEATS
+HEAD DEPREL DEPS MISC, ``#`` comment lines, multiword tokens ``n-m`` and empty nodes ``n.k``) are
+read directly with ``--format conllu`` (the default for a file named ``*.conllu``): each word line
+is *projected* onto the column-file shape, FORM, the ``--feature-columns``, the ``--tag-column``
+(UPOS by default), so the encoder, the feature options and the dictionary are the same; a
+projected column's features are named after it (``lemma=``, ``xpos[-1]=``) rather than ``colK=``.
+Comments, multiword tokens and empty nodes are no words of the sentence (they neither count as
+tokens nor end a sentence), and svm2conll copies them back unchanged while writing the predicted
+tag into the tag column, so its output is CoNLL-U again. The dictionary records the projection
+in three lines after ``columns`` (``format conllu``, ``tag-column UPOS``, ``feature-columns
+LEMMA,XPOS`` or ``-``); a column file's dictionary has none, as before they existed.
 
 Files are read as UTF-8; bytes that are not UTF-8 pass through unchanged (surrogateescape).
 """

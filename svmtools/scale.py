@@ -304,6 +304,7 @@ class _Writer:
             def fmt(x):
                 return spec % x
         self.fmt = fmt
+        self._index_texts = [f"{j + 1}:" for j in range(n)]
         # targets exactly; with --digits, as svm-scale prints them (%.17g)
         self.target_fmt = fmt if digits is None else _g17
 
@@ -355,8 +356,12 @@ class _Writer:
         row, col, val = row[order], col[order], val[order]
         self.nnz += len(val)
         bounds = np.searchsorted(row, np.arange(n_rows + 1)).tolist()
-        fmt = self.fmt
-        items = [f"{c}:{fmt(v)}" for c, v in zip((col + 1).tolist(), val.tolist())]
+        # each distinct value and each feature's "index:" formatted once (scaled data repeat
+        # values a lot: a9a's 0/1 features have two images), then joined per entry
+        distinct, which = np.unique(val, return_inverse=True)
+        texts = [self.fmt(v) for v in distinct.tolist()]
+        heads_of = self._index_texts
+        items = [heads_of[c] + texts[k] for c, k in zip(col.tolist(), which.ravel().tolist())]
         heads = [self.target_text(t) for t in block.target.tolist()]
         qids = block.qid.tolist()
         costs = block.cost.tolist()
