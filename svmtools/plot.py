@@ -176,7 +176,8 @@ def read_path(path: str, lines=None) -> Path:
         raise _data_error(path, None, "no points")
     for k, c in enumerate(result.C):
         if not (c > 0 and math.isfinite(c)):
-            raise _data_error(path, None, f"C must be positive, got {c!r} (point {k + 1})")
+            raise _data_error(path, None, f"C must be positive and finite, got {c!r} "
+                                          f"(point {k + 1})")
     return result
 
 
