@@ -1,1 +1,2 @@
-"""svmtools: companions of svmtrain for data files (check) and the documentation (man pages)."""
+"""svmtools: companions of svmtrain for data files (check, scale, split, CoNLL and CoNLL-U
+conversion), plots of traces and C paths, and the documentation (man pages)."""

@@ -12,7 +12,8 @@ from svmtrain.cli.options import byte_progress, data_path, json_option, quiet_op
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="svmtools")
 def main():
-    """Utilities for svmlight/libsvm data files.
+    """Utilities for svmlight/libsvm data files: check, scale and split them, convert CoNLL and
+    CoNLL-U corpora, plot training traces and C paths.
 
     Exit status: 0 success, 2 bad input or usage.
     """
@@ -96,3 +97,11 @@ class FileSummary:
 from svmtools.conll import conll2svm, svm2conll  # noqa: E402  (the commands live in svmtools/conll.py)
 main.add_command(conll2svm)
 main.add_command(svm2conll)
+
+from svmtools.scale import scale  # noqa: E402
+from svmtools.split import split  # noqa: E402
+main.add_command(scale)
+main.add_command(split)
+
+from svmtools.plot import plot  # noqa: E402
+main.add_command(plot)

@@ -1,4 +1,4 @@
-"""svmtools conll2svm / svm2conll: CoNLL column files to and from the sequence task's files.
+"""svmtools conll2svm / svm2conll: CoNLL and CoNLL-U files to and from the sequence task's files.
 
 CoNLL column files (CoNLL-2000 chunking, CoNLL-2003 NER, ...) hold one token per line,
 
@@ -56,6 +56,18 @@ POS window and POS bigrams of CoNLL-2000 chunkers (Kudo and Matsumoto 2001; CRF+
 template), worth +0.26 points of token accuracy on a held-out part of the training file
 (bench/README.md, tasks).
 
+CoNLL-U files (Universal Dependencies: ten tab-separated columns ID FORM LEMMA UPOS XPOS FEATS
+HEAD DEPREL DEPS MISC, ``#`` comment lines, multiword tokens ``n-m`` and empty nodes ``n.k``) are
+read directly with ``--format conllu`` (the default for a file named ``*.conllu``): each word line
+is *projected* onto the column-file shape, FORM, the ``--feature-columns``, the ``--tag-column``
+(UPOS by default), so the encoder, the feature options and the dictionary are the same; a
+projected column's features are named after it (``lemma=``, ``xpos[-1]=``) rather than ``colK=``.
+Comments, multiword tokens and empty nodes are no words of the sentence (they neither count as
+tokens nor end a sentence), and svm2conll copies them back unchanged while writing the predicted
+tag into the tag column, so its output is CoNLL-U again. The dictionary records the projection
+in three lines after ``columns`` (``format conllu``, ``tag-column UPOS``, ``feature-columns
+LEMMA,XPOS`` or ``-``); a column file's dictionary has none, as before they existed.
+
 Files are read as UTF-8; bytes that are not UTF-8 pass through unchanged (surrogateescape).
 """
 from __future__ import annotations
@@ -73,12 +85,15 @@ import click
 from svmtrain.cli.options import InputError, data_path, quiet_option, user_errors
 from svmtrain.data import DataError, open_input
 
-__all__ = ["Settings", "Dictionary", "read_dictionary", "write_dictionary", "Encoder",
-           "read_conll", "shape", "conll2svm", "svm2conll"]
+__all__ = ["Settings", "Layout", "Dictionary", "read_dictionary", "write_dictionary", "Encoder",
+           "read_conll", "read_conllu", "shape", "conll2svm", "svm2conll"]
 
 MAGIC = "svmtools-conll-dictionary"
 VERSION = 1
 DOCSTART = "-DOCSTART-"
+#: The ten columns of a CoNLL-U file (Universal Dependencies), in order.
+CONLLU_COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+_COMPRESSED = (".gz", ".bz2", ".xz")
 _DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
 
 
@@ -108,6 +123,52 @@ class Settings:
         return name.replace("_", "-")
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Which columns of the input are the word, the features and the tag.
+
+    A CoNLL column file (``format="conll"``) is used as it is: the first column is the word, the
+    last the tag, every column between them a feature column. A CoNLL-U file is *projected* onto
+    that shape, token by token: FORM, then `feature_columns` (CoNLL-U names, in the order given),
+    then `tag_column`; so one encoder, one feature naming and one svm2conll serve both formats.
+    The projection is recorded in the dictionary (lines ``format``, ``tag-column``,
+    ``feature-columns``) so that every file of a task is read alike.
+    """
+
+    format: str = "conll"
+    tag_column: str = "UPOS"
+    feature_columns: tuple = ()
+
+    @property
+    def conllu(self) -> bool:
+        return self.format == "conllu"
+
+    @property
+    def columns(self) -> int:
+        """Columns of the projected token lines (word, features..., tag)."""
+        return 2 + len(self.feature_columns)
+
+    def column_names(self, columns: int) -> list:
+        """The feature-name stem of each projected column (index 0 is the word, never used)."""
+        if self.conllu:
+            return ["form"] + [c.lower() for c in self.feature_columns] + [self.tag_column.lower()]
+        return [f"col{c + 1}" for c in range(columns)]
+
+
+CONLL = Layout()
+
+
+def conllu_column(name: str) -> str:
+    """A CoNLL-U column given by name (any case) or 1-based number, as its upper-case name."""
+    text = name.strip()
+    if text.isdigit() and 1 <= int(text) <= len(CONLLU_COLUMNS):
+        return CONLLU_COLUMNS[int(text) - 1]
+    if text.upper() in CONLLU_COLUMNS:
+        return text.upper()
+    raise ValueError(f"{name!r} is not a CoNLL-U column (one of {' '.join(CONLLU_COLUMNS)}, "
+                     f"or its number 1-10)")
+
+
 @dataclass
 class Dictionary:
     """Tag names and feature names, each numbered from 1 in first-seen order."""
@@ -116,6 +177,7 @@ class Dictionary:
     settings: Settings
     tags: list
     features: list
+    layout: Layout = CONLL
 
     def __post_init__(self):
         self.tag_index = {t: i for i, t in enumerate(self.tags, 1)}
@@ -128,6 +190,9 @@ def _format_value(v) -> str:
 
 def dictionary_text(d: Dictionary) -> str:
     lines = [f"{MAGIC} {VERSION}", f"columns {d.columns}"]
+    if d.layout.conllu:   # a CoNLL column file's dictionary has no layout lines (as before them)
+        lines += ["format conllu", f"tag-column {d.layout.tag_column}",
+                  "feature-columns " + (",".join(d.layout.feature_columns) or "-")]
     lines += [f"{Settings.key(f.name)} {_format_value(getattr(d.settings, f.name))}"
               for f in fields(Settings)]
     lines.append(f"tags {len(d.tags)}")
@@ -199,6 +264,11 @@ def read_dictionary(path: str) -> Dictionary:
             return number(lineno, key, parts[1], low)
 
         columns = keyed("columns", low=2)
+        layout = CONLL
+        lineno, text = take("'word ...'")
+        pushed.append((lineno, text))
+        if text.split()[:1] == ["format"]:
+            layout = _read_layout(path, take, columns)
         values = {}
         for fld in fields(Settings):
             if fld.name in _LEGACY:
@@ -234,7 +304,49 @@ def read_dictionary(path: str) -> Dictionary:
         for lineno, text in lines:
             raise DataError(path, lineno, f"unexpected text after the last feature: "
                                           f"{text.strip()[:40]!r}")
-    return Dictionary(columns, settings, tags, features)
+    return Dictionary(columns, settings, tags, features, layout)
+
+
+def _read_layout(path, take, columns) -> Layout:
+    """The lines `format conllu`, `tag-column NAME`, `feature-columns A,B | -` of a dictionary."""
+    got = {}
+    for key in ("format", "tag-column", "feature-columns"):
+        lineno, text = take(f"'{key} ...'")
+        parts = text.split()
+        if len(parts) != 2 or parts[0] != key:
+            raise DataError(path, lineno, f"expected '{key} VALUE', got {text.strip()!r}")
+        got[key] = (lineno, parts[1])
+    lineno, fmt = got["format"]
+    if fmt != "conllu":
+        raise DataError(path, lineno, f"format: expected conllu, got {fmt!r}")
+    try:
+        lineno, tag = got["tag-column"]
+        tag = conllu_column(tag)
+        lineno, names = got["feature-columns"]
+        feats = () if names == "-" else tuple(conllu_column(c) for c in names.split(","))
+        layout = Layout("conllu", tag, feats)
+        layout_problem(layout)
+    except ValueError as e:
+        raise DataError(path, lineno, str(e)) from None
+    if layout.columns != columns:
+        raise DataError(path, lineno, f"{len(feats)} feature columns and a tag make "
+                                      f"{layout.columns} columns, but the dictionary says {columns}")
+    return layout
+
+
+def layout_problem(layout: Layout) -> None:
+    """ValueError when a CoNLL-U layout reads a column twice or reads ID / FORM as a feature."""
+    seen = {"ID", "FORM"}
+    if layout.tag_column in seen:
+        raise ValueError(f"the tag column cannot be {layout.tag_column}")
+    seen.add(layout.tag_column)
+    for c in layout.feature_columns:
+        if c in seen:
+            what = "the tag column" if c == layout.tag_column else (
+                "always read (the word)" if c == "FORM" else "not a feature" if c == "ID"
+                else "given twice")
+            raise ValueError(f"feature column {c} is {what}")
+        seen.add(c)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +370,10 @@ def _decoded_lines(path: str, f) -> Iterator:
 class Line:
     number: int
     text: str              # the line without its line end
-    fields: Optional[list]  # the columns of a token line; None for a blank or -DOCSTART- line
+    fields: Optional[list]  # the columns of a token line (word, feature columns..., tag); else None
+    ends_sentence: bool = True  # for a line that is not a token: a blank or -DOCSTART- line ends
+                                # the sentence; a CoNLL-U comment, multiword token or empty node
+                                # is kept on the way back but neither a token nor a break
 
 
 def read_conll(path: str, columns: Optional[int] = None) -> Iterator[Line]:
@@ -283,12 +398,70 @@ def read_conll(path: str, columns: Optional[int] = None) -> Iterator[Line]:
             yield Line(lineno, text, cols)
 
 
+def read_conllu(path: str, layout: Layout) -> Iterator[Line]:
+    """Every line of a CoNLL-U file; a word line's fields are projected as `layout` says.
+
+    Comment lines (``#``), multiword tokens (ID ``n-m``) and empty nodes (ID ``n.k``) are not words
+    of the sentence: they come as lines without fields that do not end it, so svm2conll can copy
+    them back. A value's inner spaces (FORM may have them) become ``_``: names in the dictionary
+    are whitespace-free.
+    """
+    take = ([1] + [CONLLU_COLUMNS.index(c) for c in layout.feature_columns]
+            + [CONLLU_COLUMNS.index(layout.tag_column)])
+    with open_input(path) as f:
+        for lineno, text in _decoded_lines(path, f):
+            if not text.strip():
+                yield Line(lineno, text, None)
+                continue
+            if text.startswith("#"):
+                yield Line(lineno, text, None, ends_sentence=False)
+                continue
+            cols = text.split("\t")
+            if len(cols) != len(CONLLU_COLUMNS):
+                raise DataError(path, lineno, f"expected 10 tab-separated columns (CoNLL-U: "
+                                              f"{' '.join(CONLLU_COLUMNS)}), found {len(cols)}")
+            word_id = cols[0]
+            if word_id.isascii() and word_id.isdigit():
+                yield Line(lineno, text, [_value(cols[k]) for k in take])
+            elif _is_span_or_empty(word_id):
+                yield Line(lineno, text, None, ends_sentence=False)
+            else:
+                raise DataError(path, lineno, f"ID: expected a word number, a multiword range "
+                                              f"n-m or an empty node n.k, got {word_id[:20]!r}")
+
+
+def _is_span_or_empty(word_id: str) -> bool:
+    for sep in ("-", "."):
+        a, found, b = word_id.partition(sep)
+        if found and a.isascii() and a.isdigit() and b.isascii() and b.isdigit():
+            return True
+    return False
+
+
+def _value(text: str) -> str:
+    return "_".join(text.split()) or "_"
+
+
+def is_conllu_name(path: str) -> bool:
+    """A file named *.conllu (compressed or not) is read as CoNLL-U unless told otherwise."""
+    name = os.path.basename(path)
+    for ext in _COMPRESSED:
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return name.endswith(".conllu")
+
+
+def read_lines(path: str, layout: Layout, columns: Optional[int] = None) -> Iterator[Line]:
+    """The lines of a file in either format."""
+    return read_conllu(path, layout) if layout.conllu else read_conll(path, columns)
+
+
 def sentences(lines: Iterator[Line]) -> Iterator[list]:
     """Token lines grouped into sentences (blank and -DOCSTART- lines end a sentence)."""
     sentence = []
     for line in lines:
         if line.fields is None:
-            if sentence:
+            if line.ends_sentence and sentence:
                 yield sentence
                 sentence = []
         else:
@@ -322,8 +495,10 @@ class Encoder:
     """
 
     def __init__(self, columns: int, settings: Settings, dictionary: Optional[Dictionary] = None,
-                 unknown_tag_ok: bool = False):
+                 unknown_tag_ok: bool = False, layout: Layout = CONLL):
         self.columns = columns
+        self.layout = layout
+        self.column_names = layout.column_names(columns)
         self.unknown_tag_ok = unknown_tag_ok
         self.unknown_tags = 0      # tokens whose tag a frozen dictionary lacks (written as 0)
         self.s = settings
@@ -400,6 +575,7 @@ class Encoder:
         s = self.s
         other = range(1, self.columns - 1) if s.other_columns else ()
         words = [t.fields[0] for t in tokens]
+        names = self.column_names
 
         def outside(j, d):
             return self._ids(("out", d), lambda: [f"bos[{d}]" if d < 0 else f"eos[+{d}]"])
@@ -416,7 +592,7 @@ class Encoder:
                 return outside(j, d) if abs(d) > s.window else ((), 0)  # once per offset
             value = tokens[j].fields[c]
             at_d = "" if d == 0 else f"[{d:+d}]"
-            return self._ids(("c", c, value, d), lambda: [f"col{c + 1}{at_d}={value}"])
+            return self._ids(("c", c, value, d), lambda: [f"{names[c]}{at_d}={value}"])
 
         def column_gram(i, d, size, c):
             """column c's values at i + d .. i + d + size - 1 as one feature (<s>, </s> outside)"""
@@ -424,7 +600,7 @@ class Encoder:
                            for j in range(i + d, i + d + size))
             span = f"[{d:+d}:{d + size - 1:+d}]"
             return self._ids(("g", c, values, d),
-                             lambda: [f"col{c + 1}{span}=" + "|".join(values)])
+                             lambda: [f"{names[c]}{span}=" + "|".join(values)])
 
         out = []
         bias = s.bias
@@ -459,7 +635,7 @@ class Encoder:
         features = self.features
         if remap is not None:
             features = [f for f, r in zip(self.features, remap[1:]) if r]
-        return Dictionary(self.columns, self.s, list(self.tags), features)
+        return Dictionary(self.columns, self.s, list(self.tags), features, self.layout)
 
 
 def _svm_lines(qid: int, rows: list, unit_length: bool, remap=None) -> str:
@@ -545,15 +721,30 @@ def _feature_options(f):
               help="With --dictionary: write a tag the dictionary lacks as 0, a number no model "
                    "predicts (so it counts as an error), instead of stopping. svm2conll keeps the "
                    "true tag from the CoNLL file, so conlleval's figures stay exact.")
+@click.option("--format", "file_format", type=click.Choice(["auto", "conll", "conllu"]),
+              default="auto", show_default=True,
+              help="conll: CoNLL column files (word ... tag). conllu: Universal Dependencies "
+                   "CoNLL-U (10 tab-separated columns; # comments, multiword tokens n-m and empty "
+                   "nodes n.k skipped). auto: conllu for a file named *.conllu (also .gz, .bz2, "
+                   ".xz), else conll; with --dictionary, the dictionary's format.")
+@click.option("--tag-column", metavar="NAME", default=None,
+              help="CoNLL-U: the column holding the tag, by name (UPOS, XPOS, DEPREL, ...) or "
+                   "number 1-10.  [default: UPOS]")
+@click.option("--feature-columns", metavar="NAMES", default=None,
+              help="CoNLL-U: the columns besides FORM that give features, comma-separated "
+                   "(LEMMA,XPOS); they are used as the columns between word and tag of a CoNLL "
+                   "file (--other-columns, --column-window, --column-ngrams), named by the "
+                   "column (xpos=NN, xpos[-1]=DT).  [default: none]")
 @_feature_options
 @quiet_option
 @click.pass_context
 def conll2svm(ctx, conll_file, output, new_dictionary, dictionary, min_count, force, unknown_tag_ok,
-              quiet, **feature_options):
+              file_format, tag_column, feature_columns, quiet, **feature_options):
     """Convert a CoNLL column file to the sequence task's svmlight format.
 
     CONLL_FILE holds one token per line, `word [column ...] tag`, and a blank line between
-    sentences. OUTPUT gets one line `TAG qid:SENTENCE index:value ...` per token: TAG is the tag's
+    sentences; or it is a CoNLL-U file (--format), whose FORM is the word, --tag-column the tag
+    and --feature-columns the columns between them. OUTPUT gets one line `TAG qid:SENTENCE index:value ...` per token: TAG is the tag's
     number 1..K, sentences are numbered from 1, features are sorted by index.
 
     The training file is converted with --new-dictionary FILE, every other file with --dictionary
@@ -582,9 +773,42 @@ def conll2svm(ctx, conll_file, output, new_dictionary, dictionary, min_count, fo
         raise InputError(f"{target}: file exists (refusing to overwrite a dictionary; "
                          f"use --force to replace it)")
 
+    layout = None
+    if file_format == "auto" and dictionary is None:
+        file_format = "conllu" if is_conllu_name(conll_file) else "conll"
+    if file_format == "conll" and (tag_column or feature_columns):
+        raise InputError("--tag-column and --feature-columns are for CoNLL-U files (--format "
+                         "conllu); in a CoNLL column file the tag is the last column")
+    if file_format == "conllu":
+        try:
+            feats = tuple(conllu_column(c) for c in (feature_columns or "").split(",") if c.strip())
+            layout = Layout("conllu", conllu_column(tag_column or "UPOS"), feats)
+            layout_problem(layout)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+    elif file_format == "conll":
+        layout = CONLL
+
     with user_errors():
         if dictionary is not None:
             dic = read_dictionary(dictionary)
+            recorded = dic.layout
+            given_tag = given_feats = None
+            try:
+                if tag_column:
+                    given_tag = conllu_column(tag_column)
+                if feature_columns is not None:
+                    given_feats = tuple(conllu_column(c) for c in feature_columns.split(",")
+                                        if c.strip())
+            except ValueError as e:
+                raise InputError(str(e)) from None
+            if ((layout is not None and layout.format != recorded.format)
+                    or (given_tag is not None and given_tag != recorded.tag_column)
+                    or (given_feats is not None and given_feats != recorded.feature_columns)
+                    or ((given_tag or given_feats is not None) and not recorded.conllu)):
+                raise InputError(f"{dictionary}: the dictionary was made from a "
+                                 f"{_layout_text(recorded)}; leave --format, --tag-column and "
+                                 f"--feature-columns out (the dictionary's are used)")
             for name in _FEATURE_OPTIONS:
                 given, recorded = feature_options[name], getattr(dic.settings, name)
                 if (ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
@@ -593,18 +817,29 @@ def conll2svm(ctx, conll_file, output, new_dictionary, dictionary, min_count, fo
                                      f"{Settings.key(name)} {_format_value(recorded)}, not "
                                      f"{_format_value(given)}; leave the feature options out")
             summary = _convert(conll_file, output, dic.columns, dic.settings, dic, None, force,
-                               unknown_tag_ok)
+                               unknown_tag_ok, dic.layout)
         else:
             settings = Settings(min_count=min_count, **feature_options)
-            summary = _convert(conll_file, output, None, settings, None, new_dictionary, force, False)
+            summary = _convert(conll_file, output, None, settings, None, new_dictionary, force, False,
+                               layout)
     if not quiet:
         click.echo(f"conll2svm: {summary}", err=True)
 
 
-def _convert(conll_file, output, columns, settings, dic, new_dictionary, force, unknown_tag_ok):
+def _layout_text(layout: Layout) -> str:
+    if not layout.conllu:
+        return "CoNLL column file"
+    return (f"CoNLL-U file with tag column {layout.tag_column} and feature columns "
+            f"{','.join(layout.feature_columns) or '-'}")
+
+
+def _convert(conll_file, output, columns, settings, dic, new_dictionary, force, unknown_tag_ok,
+             layout=CONLL):
     from svmtrain.atomic import atomic_output
 
-    lines = read_conll(conll_file, columns)
+    if layout.conllu:
+        columns = layout.columns
+    lines = read_lines(conll_file, layout, columns)
     # the first token line fixes the column count (when no dictionary does)
     pending = []
     for line in lines:
@@ -619,7 +854,7 @@ def _convert(conll_file, output, columns, settings, dic, new_dictionary, force, 
         yield from pending
         yield from lines
 
-    enc = Encoder(columns, settings, dic, unknown_tag_ok)
+    enc = Encoder(columns, settings, dic, unknown_tag_ok, layout)
     buffered = new_dictionary is not None and settings.min_count > 1
     n_sentences = n_tokens = 0
     rows_kept = []
@@ -686,7 +921,9 @@ class _maybe_atomic:
 def svm2conll(dictionary, conll_file, predictions, output):
     """Join predicted tag numbers back onto a CoNLL file, as tag names.
 
-    OUTPUT is CONLL_FILE with the predicted tag as a new last column. PREDICTIONS holds one tag
+    OUTPUT is CONLL_FILE with the predicted tag as a new last column; for a CoNLL-U file (as the
+    dictionary records) the predicted tag replaces the tag column instead, so OUTPUT is CoNLL-U
+    again, comments, multiword tokens and empty nodes copied as they are. PREDICTIONS holds one tag
     number per line, one line per token of CONLL_FILE in order, as `svmtrain predict` writes them
     for the file conll2svm made from CONLL_FILE; they are written as the dictionary's tag names.
     Every line of CONLL_FILE is kept as it is (blank lines too; a
@@ -708,8 +945,12 @@ def _join(dictionary, conll_file, predictions, output):
     with open_input(predictions) as pf, atomic_output(output, "wb") as out:
         preds = _decoded_lines(predictions, pf)
         n_preds = 0
-        for line in read_conll(conll_file, dic.columns):
-            text = line.text.rstrip()
+        tag_at = CONLLU_COLUMNS.index(dic.layout.tag_column) if dic.layout.conllu else None
+        for line in read_lines(conll_file, dic.layout, dic.columns):
+            if tag_at is not None and line.fields is None:   # CoNLL-U: every other line as it is
+                out.write(line.text.encode("utf-8", "surrogateescape") + b"\n")
+                continue
+            text = line.text if tag_at is not None else line.text.rstrip()
             if not text:
                 out.write(b"\n")
                 continue
@@ -729,7 +970,13 @@ def _join(dictionary, conll_file, predictions, output):
             if tag is None or not 1 <= tag <= k:
                 raise DataError(predictions, pno, f"expected a tag number 1..{k}, got "
                                                   f"{ptext.strip()[:40]!r}")
-            out.write(text.encode("utf-8", "surrogateescape") + sep.encode() + names[tag] + b"\n")
+            if tag_at is not None:
+                cols = text.encode("utf-8", "surrogateescape").split(b"\t")
+                cols[tag_at] = names[tag]
+                out.write(b"\t".join(cols) + b"\n")
+            else:
+                out.write(text.encode("utf-8", "surrogateescape") + sep.encode() + names[tag]
+                          + b"\n")
         extra = next(preds, None)
         if extra is not None:
             raise DataError(predictions, extra[0], f"more lines than {conll_file} has tokens")

@@ -437,3 +437,154 @@ def test_real_conll2000(runner, shared, tmp_path):
         for line in f:
             cols = line.split()
             assert not cols or cols[-1] == cols[-2]
+
+
+# ---------------------------------------------------------------------------------------------
+# CoNLL-U (Universal Dependencies)
+
+# a comment block, a multiword token (3-4), an empty node (5.1) and a FORM with a space
+CONLLU = (
+    "# newdoc id = d1\n"
+    "# sent_id = 1\n"
+    "# text = I can't go\n"
+    "1\tI\tI\tPRON\tPRP\tCase=Nom\t3\tnsubj\t3:nsubj\t_\n"
+    "2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "2\tca\tcan\tAUX\tMD\t_\t4\taux\t4:aux\t_\n"
+    "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t4:advmod\t_\n"
+    "4\tgo\tgo\tVERB\tVB\t_\t0\troot\t0:root\tSpaceAfter=No\n"
+    "4.1\tgone\tgo\tVERB\tVBN\t_\t_\t_\t4:conj\t_\n"
+    "\n"
+    "# sent_id = 2\n"
+    "1\tNew York\tNew York\tPROPN\tNNP\t_\t0\troot\t0:root\t_\n"
+    "\n"
+)
+
+
+@pytest.fixture
+def conllu(tmp_path):
+    path = tmp_path / "train.conllu"
+    path.write_text(CONLLU)
+    return path
+
+
+def test_conllu_skips_comments_multiword_tokens_and_empty_nodes(runner, conllu, tmp_path):
+    dic, out = tmp_path / "d", tmp_path / "o"
+    r = run(runner, "conll2svm", "--affix", "0", "--window", "0", "--new-dictionary", dic,
+            conllu, out)
+    assert r.exit_code == 0, r.output
+    assert "2 sentences, 5 tokens, 5 tags" in r.output
+    d = conll.read_dictionary(str(dic))
+    assert d.tags == ["PRON", "AUX", "PART", "VERB", "PROPN"]
+    assert d.layout == conll.Layout("conllu", "UPOS", ())
+    assert "w=New_York" in d.features and not any("gone" in f for f in d.features)
+    assert [line.split()[:2] for line in lines(out)] == [
+        ["1", "qid:1"], ["2", "qid:1"], ["3", "qid:1"], ["4", "qid:1"], ["5", "qid:2"]]
+    assert lines(dic)[2:5] == ["format conllu", "tag-column UPOS", "feature-columns -"]
+
+
+def test_conllu_tag_and_feature_columns_by_name(runner, conllu, tmp_path):
+    dic, out = tmp_path / "d", tmp_path / "o"
+    r = run(runner, "conll2svm", "--tag-column", "xpos", "--feature-columns", "LEMMA,5",
+            "--new-dictionary", dic, conllu, out)
+    assert r.exit_code == 2 and "feature column XPOS is the tag column" in r.output
+    r = run(runner, "conll2svm", "--tag-column", "xpos", "--feature-columns", "LEMMA,upos",
+            "--column-window", "1", "--new-dictionary", dic, conllu, out)
+    assert r.exit_code == 0, r.output
+    d = conll.read_dictionary(str(dic))
+    assert d.tags == ["PRP", "MD", "RB", "VB", "NNP"]
+    assert d.layout == conll.Layout("conllu", "XPOS", ("LEMMA", "UPOS"))
+    assert d.columns == 4
+    for name in ("lemma=can", "upos=AUX", "upos[-1]=PRON", "lemma[+1]=not",
+                 "upos[-1:+0]=PRON|AUX", "lemma=New_York"):
+        assert name in d.features, name
+    # the test file is read as the dictionary says; other columns on the command line are refused
+    again = tmp_path / "again"
+    assert run(runner, "conll2svm", "--dictionary", dic, conllu, again).exit_code == 0
+    assert lines(again) == lines(out)
+    r = run(runner, "conll2svm", "--dictionary", dic, "--tag-column", "UPOS", conllu, again)
+    assert r.exit_code == 2 and "tag column XPOS" in r.output
+
+
+def test_svm2conll_writes_conllu_back_with_every_line_kept(runner, conllu, tmp_path):
+    dic, out = tmp_path / "d", tmp_path / "o"
+    assert run(runner, "conll2svm", "--new-dictionary", dic, conllu, out).exit_code == 0
+    # gold tags as predictions give back the file itself, byte for byte
+    gold = tmp_path / "gold"
+    gold.write_text("".join(line.split()[0] + "\n" for line in lines(out)))
+    back = tmp_path / "back.conllu"
+    r = run(runner, "svm2conll", "--dictionary", dic, conllu, gold, back)
+    assert r.exit_code == 0, r.output
+    assert back.read_text() == CONLLU
+    # other predictions replace the UPOS column only
+    pred = tmp_path / "pred"
+    pred.write_text("4\n4\n4\n4\n4\n")
+    assert run(runner, "svm2conll", "--dictionary", dic, conllu, pred, back).exit_code == 0
+    got = lines(back)
+    assert got[3] == "1\tI\tI\tVERB\tPRP\tCase=Nom\t3\tnsubj\t3:nsubj\t_"
+    assert got[4] == "2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_"
+    assert got[8] == "4.1\tgone\tgo\tVERB\tVBN\t_\t_\t_\t4:conj\t_"
+    assert got[:3] == CONLLU.splitlines()[:3]
+
+
+@pytest.mark.parametrize("text,line,reason", [
+    ("1\tI\tI\tPRON\tPRP\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns"),
+    ("1 I I PRON PRP _ 0 root _ _\n", 1, "expected 10 tab-separated columns"),
+    ("# c\nx\tI\tI\tPRON\tPRP\t_\t0\troot\t_\t_\n", 2, "ID: expected a word number"),
+])
+def test_bad_conllu_lines(runner, tmp_path, text, line, reason):
+    src = tmp_path / "bad.conllu"
+    src.write_text(text)
+    out = tmp_path / "o"
+    r = run(runner, "conll2svm", "--new-dictionary", tmp_path / "d", src, out)
+    assert r.exit_code == 2
+    assert f"{src}:{line}: {reason}" in r.output
+    assert not out.exists() and not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--tag-column", "FORM"], "the tag column cannot be FORM"),
+    (["--tag-column", "POS"], "'POS' is not a CoNLL-U column"),
+    (["--feature-columns", "FORM"], "FORM is always read"),
+    (["--format", "conll", "--tag-column", "UPOS"], "for CoNLL-U files"),
+])
+def test_conllu_option_errors(runner, conllu, tmp_path, args, message):
+    r = run(runner, "conll2svm", *args, "--new-dictionary", tmp_path / "d", conllu, tmp_path / "o")
+    assert r.exit_code == 2 and message in r.output
+
+
+def test_conllu_format_chosen_by_name_or_option(runner, tmp_path):
+    plain = tmp_path / "plain.txt"      # a CoNLL-U file without the .conllu name
+    plain.write_text(CONLLU)
+    r = run(runner, "conll2svm", "--new-dictionary", tmp_path / "d", plain, tmp_path / "o")
+    assert r.exit_code == 2           # read as CoNLL columns: the comment line has 5 columns
+    r = run(runner, "conll2svm", "--format", "conllu", "--new-dictionary", tmp_path / "d", plain,
+            tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    xz = tmp_path / "t.conllu.xz"
+    import lzma
+    xz.write_bytes(lzma.compress(CONLLU.encode()))
+    r = run(runner, "conll2svm", "--new-dictionary", tmp_path / "d2", xz, tmp_path / "o2")
+    assert r.exit_code == 0, r.output
+    assert lines(tmp_path / "o2") == lines(tmp_path / "o")
+
+
+def test_real_ud_english_ewt(runner, shared, tmp_path):
+    train, test = (shared("ud_english_ewt/en_ewt-ud-train.conllu.xz"),
+                   shared("ud_english_ewt/en_ewt-ud-test.conllu.xz"))
+    # shared() names its copies without .conllu: the format is given
+    dic, train_svm, test_svm = tmp_path / "dict", tmp_path / "train.svm", tmp_path / "test.svm"
+    r = run(runner, "conll2svm", "--format", "conllu", "--new-dictionary", dic, train, train_svm)
+    assert r.exit_code == 0, r.output
+    block = data.load(str(train_svm))
+    assert block.n_rows == 204_577 and len(np.unique(block.qid)) == 12_544   # SOURCES.md's counts
+    assert len(conll.read_dictionary(str(dic)).tags) == 17                   # the UPOS tag set
+    r = run(runner, "conll2svm", "--dictionary", dic, test, test_svm)
+    assert r.exit_code == 0, r.output
+    tblock = data.load(str(test_svm))
+    assert tblock.n_rows == 25_094 and len(np.unique(tblock.qid)) == 2_077
+    preds = tmp_path / "pred"
+    preds.write_text("".join(f"{int(t)}\n" for t in tblock.target))
+    back = tmp_path / "back"
+    r = run(runner, "svm2conll", "--dictionary", dic, test, preds, back)
+    assert r.exit_code == 0, r.output
+    assert back.read_bytes() == open(test, "rb").read()
