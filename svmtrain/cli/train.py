@@ -117,6 +117,17 @@ def _bias(ctx, param, value):
 @click.option("--format", "model_format", type=click.Choice(("svmtrain", "liblinear")),
               default="svmtrain", show_default=True,
               help="Model file format; liblinear writes what LIBLINEAR's train would.")
+@click.option("--task-module", "task_module", default=None, metavar="SPEC",
+              help="Train your own task: PATH.py:Class or package.module:Class, a subclass of "
+                   "svmtrain.StructuredTask (docs/own-task.md); replaces -t. The model records "
+                   "the task's name and version, never its code.")
+@click.option("--task-option", "task_options", multiple=True, metavar="KEY=VALUE",
+              help="An option for --task-module's class (repeatable; values are strings).")
+@click.option("--latent-rounds", "latent_rounds", type=click.IntRange(0), default=0,
+              show_default=True,
+              help="With --task-module whose task defines latent(x, y, w): at most this many "
+                   "CCCP rounds (impute the latent part, solve the convex problem hot-started; "
+                   "n-slack); 0: no latent rounds.")
 @control_options
 @oneslack_options
 @online_options
@@ -131,6 +142,17 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
     The model records the dual value D (a lower bound on the optimum) and the primal P(w) (an upper
     bound); `svmtrain verify-bound` re-checks P with one pass over the data.
     """
+    task_module = grouped.pop("task_module")
+    task_options = grouped.pop("task_options")
+    latent_rounds = grouped.pop("latent_rounds")
+    if task_module is not None or task_options or latent_rounds:
+        from svmtrain.cli.user import train_user_command
+        train_user_command(click.get_current_context(), train_file, model_file, task_module,
+                           task_options, latent_rounds, mode, C, epsilon, seed, max_epochs,
+                           shrinking, trace_file, model_format, quiet, grouped,
+                           dict(p=p, loss=loss, rescaling=rescaling, bias=bias,
+                                zero_based=zero_based))
+        return
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     budgeted = {name: grouped.pop(name) for name in BUDGETED_OPTIONS}
     dask = {name: grouped.pop(name) for name in DASK_OPTIONS}

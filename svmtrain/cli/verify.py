@@ -8,6 +8,7 @@ import click
 
 from svmtrain.cli.dask import check_dask_options, dask_options, dask_session
 from svmtrain.cli.options import InputError, byte_progress, data_path, json_option, quiet_option, user_errors
+from svmtrain.cli.user import task_module_option, task_option_option
 
 
 @click.command("verify-bound")
@@ -19,9 +20,12 @@ from svmtrain.cli.options import InputError, byte_progress, data_path, json_opti
               help="The example weights file of a model trained with --weights (default: the "
                    "file the model names).")
 @dask_options
+@task_module_option
+@task_option_option
 @json_option
 @quiet_option
-def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, workers, scheduler):
+def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, workers, scheduler,
+                 task_module=None, task_options=()):
     """Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the
     model's dual D, a lower bound on the optimum: OPT lies in [D, P].
 
@@ -31,11 +35,13 @@ def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, worke
         raise click.BadParameter(f"must be a non-negative number, got {tol}", param_hint="--tol")
     check_dask_options(workers, scheduler)
     with user_errors(), dask_session(workers, scheduler) as cluster:
-        ok = _verify(model_file, data_file, tol, as_json, quiet, weights_file, cluster)
+        ok = _verify(model_file, data_file, tol, as_json, quiet, weights_file, cluster,
+                     task_module, task_options)
     sys.exit(0 if ok else 1)
 
 
-def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None, cluster=None):
+def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None, cluster=None,
+            task_module=None, task_options=()):
     from svmtrain import data, objective
     from svmtrain.engine import relative_gap
     from svmtrain.model import read_model
@@ -48,9 +54,17 @@ def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None, clust
                          "verify-bound needs a model written by svmtrain")
     if tol is None:
         tol = model.epsilon
-    task = task_class(model.task).from_model(model)
+    from svmtrain.cli.user import model_task
+    user = model_task(model, model_file, task_module, task_options)   # None: a built-in task
+    if user is not None and (cluster is not None or weights_file is not None):
+        raise InputError("verify-bound of a user task runs here, without --workers or --weights")
+    task = user if user is not None else task_class(model.task).from_model(model)
     dual_acc = prepare = None
-    if model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
+    if user is not None:          # P(w) from the task's own oracle, over its own reading
+        from svmtrain.tasks.base import Geometry
+        acc = objective.PrimalAccumulator(user, user.solver_weights(model.w),
+                                          Geometry(model.n_features, None), model.C, data_file)
+    elif model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
         from svmtrain.solvers.budgeted import KernelDual, KernelPrimal, expansions
         acc = KernelPrimal(task, expansions(model), model.C, model.p or 0.0, data_file)
         dual_acc = KernelDual(task, model, data_file)
@@ -68,7 +82,8 @@ def _verify(model_file, data_file, tol, as_json, quiet, weights_file=None, clust
         from svmtrain.distributed import accumulate_primal
         accumulate_primal(cluster, acc, model.index_base == 0)
     with byte_progress(data_file, quiet, "verifying") as progress:
-        blocks = data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress)
+        blocks = (user.iter_blocks(data_file) if user is not None else
+                  data.iter_blocks(data_file, zero_based=model.index_base == 0, progress=progress))
         if prepare is not None:
             blocks = (prepare(b, task.grouping) for b in blocks)
         for block in data.whole_examples(blocks, task.grouping) if cluster is None else ():
