@@ -231,6 +231,18 @@ def _loss(task, y, y_hat):
     return value
 
 
+def same_label(a, b):
+    """a == b for labels of any kind (numbers, tuples, numpy arrays); False when undecidable."""
+    if a is b:
+        return True
+    try:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.array_equal(a, b))
+        return bool(a == b)
+    except Exception:
+        return False
+
+
 @dataclass
 class OracleAnswers:
     """One chunk's worst offenders: y_hat, the loss, H_i = loss - w.(psi(y_i) - psi(y_hat)) and
@@ -245,7 +257,8 @@ class OracleAnswers:
 
 
 def oracle_chunk(task, xs, ys, w):
-    """The worst offenders of a chunk of examples under w, with their difference rows."""
+    """The worst offenders of a chunk of examples under w, with their difference rows: the task's
+    Python calls per example (joint_feature twice, loss), the rest one vectorised pass per chunk."""
     try:
         y_hat = list(task.batch_loss_augmented_inference(xs, ys, w))
     except TaskError:
@@ -253,23 +266,62 @@ def oracle_chunk(task, xs, ys, w):
     except Exception as e:
         raise TaskError(f"task {task.name}: loss_augmented_inference raised "
                         f"{type(e).__name__}: {e}") from None
-    if len(y_hat) != len(xs):
-        raise TaskError(f"task {task.name}: batch_loss_augmented_inference returned {len(y_hat)} "
-                        f"answers for {len(xs)} examples")
     n = len(xs)
-    loss, H = np.zeros(n), np.zeros(n)
+    if len(y_hat) != n:
+        raise TaskError(f"task {task.name}: batch_loss_augmented_inference returned {len(y_hat)} "
+                        f"answers for {n} examples")
+    # an answer equal to the ground truth (most, near the optimum) has loss 0 and an empty row:
+    # no joint features computed for it
+    same = [same_label(y, p) for y, p in zip(ys, y_hat)]
+    loss = np.array([0.0 if e else _loss(task, y, p) for y, p, e in zip(ys, y_hat, same)],
+                    dtype=np.float64)
+    parts_i, parts_v, lengths = [], [], np.zeros(2 * n, np.int64)
+    try:
+        for k in range(n):
+            if same[k]:
+                continue
+            for side, label in ((0, ys[k]), (1, y_hat[k])):
+                idx, val = task.joint_feature(xs[k], label)
+                idx = np.asarray(idx, dtype=np.int64).ravel()
+                val = np.asarray(val, dtype=np.float64).ravel()
+                if idx.shape != val.shape:
+                    raise TaskError(f"task {task.name}: joint_feature returned {len(idx)} "
+                                    f"indices and {len(val)} values")
+                parts_i.append(idx)
+                parts_v.append(-val if side else val)
+                lengths[2 * k + side] = len(idx)
+    except TaskError:
+        raise
+    except Exception as e:
+        raise TaskError(f"task {task.name}: joint_feature raised {type(e).__name__}: {e}") from None
+    idx = np.concatenate(parts_i) if n else np.zeros(0, np.int64)
+    val = np.concatenate(parts_v) if n else np.zeros(0)
+    size = int(task.size_joint_feature)
+    if len(idx) and (idx.min() < 0 or idx.max() >= size):
+        bad = int(idx.max() if idx.max() >= size else idx.min())
+        raise TaskError(f"task {task.name}: joint_feature returned index {bad} outside "
+                        f"[0, size_joint_feature = {size})")
+    if not np.all(np.isfinite(val)):
+        raise TaskError(f"task {task.name}: joint_feature returned a non-finite value")
+    # psi(y_k) - psi(y_hat_k) for every k at once: (example, index) keys, sorted and summed
+    example = np.repeat(np.repeat(np.arange(n, dtype=np.int64), 2), lengths)
+    keys, inverse = np.unique(example * size + idx, return_inverse=True)
+    sums = np.bincount(inverse.ravel(), weights=val, minlength=len(keys))
+    keep = sums != 0.0
+    keys, sums = keys[keep], sums[keep]
+    row = keys // size
+    indices = keys - row * size
     indptr = np.zeros(n + 1, np.int64)
-    parts_i, parts_v = [], []
-    for k in range(n):
-        idx, val = difference(task, xs[k], ys[k], y_hat[k])
-        loss[k] = _loss(task, ys[k], y_hat[k])
-        H[k] = loss[k] - float(np.dot(w[idx], val))
-        indptr[k + 1] = indptr[k] + len(idx)
-        parts_i.append(idx)
-        parts_v.append(val)
-    cat = np.concatenate
-    return OracleAnswers(y_hat, loss, H, indptr, cat(parts_i) if n else np.zeros(0, np.int64),
-                         cat(parts_v) if n else np.zeros(0))
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    # H_k = loss_k - w . row_k, each row summed left to right on its own (reduceat: the same
+    # bits wherever the row lies in the chunk, so P(w) does not depend on the chunking)
+    products = w[indices] * sums
+    dots = np.zeros(n)
+    filled = indptr[1:] > indptr[:-1]
+    if len(products):
+        dots[filled] = np.add.reduceat(products, indptr[:-1][filled])
+    H = loss - dots
+    return OracleAnswers(y_hat, loss, H, indptr, indices, sums)
 
 
 # worker processes (holds_gil): the adapter and w's shared buffer, inherited through fork
@@ -377,12 +429,14 @@ class GrowingStore:
         self.indptr = np.zeros(16, np.int64)
         self.indices = np.zeros(1024, np.int64)
         self.data = np.zeros(1024)
-        self.n_rows = self.nnz = 0
+        self.n_rows, self.nnz = 1, 0    # row 0: the empty row, of every answer equal to the truth
         self.seen = {}          # (ordinal, key) -> row
-        self.labels = []        # row -> (ordinal, y_hat)
+        self.labels = [(-1, None)]      # row -> (ordinal, y_hat)
 
     def add(self, ordinal, idx, val, y_hat):
         """The row of this example's difference (an existing one when the same), and its key."""
+        if len(idx) == 0:
+            return 0, 0
         key = row_key(idx, val)
         row = self.seen.get((ordinal, key))
         if row is not None:
@@ -496,7 +550,7 @@ class UserTask(Task):
     def problem(self, block, path, C, geometry):
         n = block.n_rows
         store = GrowingStore()
-        problem = Problem(store.indptr[:1], store.indices[:0], store.data[:0], self.size,
+        problem = Problem(store.indptr[:2], store.indices[:0], store.data[:0], self.size,
                           self.size, None, C * block.cost, path)
         problem.store = store
         problem.ordinals = block.target.astype(np.int64)
@@ -518,11 +572,12 @@ class UserTask(Task):
         store = problem.store
         at = 0
         for a in answers:
-            for k in range(len(a.H)):
+            # empty rows (answers equal to the truth) stay on the store's row 0, key 0
+            for k in np.flatnonzero(np.diff(a.indptr)).tolist():
                 lo, hi = a.indptr[k], a.indptr[k + 1]
-                rows[at], keys[at] = store.add(int(ordinals[at]), a.indices[lo:hi],
-                                               a.values[lo:hi], a.y_hat[k])
-                at += 1
+                rows[at + k], keys[at + k] = store.add(int(ordinals[at + k]), a.indices[lo:hi],
+                                                       a.values[lo:hi], a.y_hat[k])
+            at += len(a.H)
         store.publish(problem)
         n = len(H)
         cons = Constraints.one_term(rows, np.ones(n), margin, np.arange(n), key=keys, bias=False)
