@@ -149,9 +149,7 @@ def train(train_file, model_file, task, mode, C, epsilon, bias, seed, max_epochs
         from svmtrain.cli.user import train_user_command
         train_user_command(click.get_current_context(), train_file, model_file, task_module,
                            task_options, latent_rounds, mode, C, epsilon, seed, max_epochs,
-                           shrinking, trace_file, model_format, quiet, grouped,
-                           dict(p=p, loss=loss, rescaling=rescaling, bias=bias,
-                                zero_based=zero_based))
+                           shrinking, trace_file, quiet, grouped)
         return
     _check_task_options(task, p=p, loss=loss, rescaling=rescaling, bias=bias)
     budgeted = {name: grouped.pop(name) for name in BUDGETED_OPTIONS}

@@ -54,8 +54,10 @@ def check_user_options(ctx, task_module, latent_rounds, mode):
 
 
 def train_user_command(ctx, train_file, model_file, task_module, task_options, latent_rounds,
-                       mode, C, epsilon, seed, max_epochs, shrinking, trace_file, model_format,
-                       quiet, grouped, _builtin):
+                       mode, C, epsilon, seed, max_epochs, shrinking, trace_file, quiet, grouped):
+    """train --task-module: check the options (the task-specific, control, budgeted and Dask ones
+    are refused: check_user_options), load the task, train (svmtrain.tasks.user.train_user_task),
+    write the model."""
     from svmtrain.cli.oneslack_options import ONESLACK_OPTIONS, oneslack_settings
     from svmtrain.model import write_model
     from svmtrain.tasks.user import TaskError, load_task, train_user_task
