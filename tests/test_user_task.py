@@ -2,6 +2,7 @@
 built-in multiclass task, model files, and the refusals of predict and verify-bound."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -142,9 +143,10 @@ def test_multiclass_plugin_agrees_with_builtin(tmp_path, mode, extra):
     # the same weights: the class-major K x 16 matrix of the built-in model
     assert np.abs(a.w - b.w.ravel()).max() < 0.05 * np.abs(b.w).max()
     # verify-bound certifies the user model with the oracle's exact primal
-    r = run("verify-bound", "--task-module", EXAMPLE, *OPTIONS, ours, TRAIN)
+    r = run("verify-bound", "--task-module", EXAMPLE, *OPTIONS, "--json", ours, TRAIN)
     assert r.exit_code == 0, r.output
-    assert "certified" in r.output
+    figures = json.loads(r.stdout)
+    assert figures["certified"] and figures["primal"] == a.primal    # training's P, bit for bit
 
 
 def test_oneslack_threads_give_the_same_model(tmp_path):
