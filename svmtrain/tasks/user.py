@@ -750,13 +750,16 @@ def train_user_task(task, path, *, mode="n-slack", C=1.0, epsilon=1e-3, seed=1, 
                             shrinking=shrinking, **(online or {}))
         try:
             result = OnlineDual(adapter, path, opt).run(on_chunk=on_chunk)
-            # the certificate: one more pass prices the whole problem's P(w) (verify-bound's sum)
-            priced = objective.primal(adapter, result.w, Geometry(adapter.size, None), C,
-                                      adapter.iter_blocks(path), path)
+            # the certificate: one more pass prices the whole problem's P(w) (verify-bound's
+            # sum); an interrupted run records the cached problem's bound, as the built-in one
+            priced = None if result.interrupted else objective.primal(
+                adapter, result.w, Geometry(adapter.size, None), C, adapter.iter_blocks(path),
+                path)
         finally:
             adapter.close()
-        w, D, examples_n, epochs = result.w, result.dual, priced.examples, result.epochs
-        P = max(priced.primal, D)
+        w, D, epochs = result.w, result.dual, result.epochs
+        examples_n = result.examples if priced is None else priced.examples
+        P = max(result.upper if priced is None else priced.primal, D)
     else:
         if examples is None:
             examples = load_examples(task, path)
