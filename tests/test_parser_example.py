@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the reposito
 
 from examples.parser import ArcFactoredParser, DataError, ParserInput, eisner, read_conllu  # noqa: E402
 from examples.parser._check import averaged_perceptron, is_projective  # noqa: E402
-from examples.parser.features import N_FEATURES_PER_ARC  # noqa: E402
+from examples.parser.features import (BETWEEN_CLASSES, N_FEATURES_PER_ARC, arc_grid,  # noqa: E402
+                                      between_counts, token_codes)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -165,7 +166,18 @@ def test_features_depend_only_on_the_sentence():
     assert 0 < (a != c).sum() < a.size
 
 
-FEATURE_DIGEST = "bbd58ac7ed43e6bb"
+FEATURE_DIGEST = "8ebb788bd4fb2207"
+
+
+def test_between_counts():
+    upos = ["NOUN", "VERB", "PUNCT", "AUX", "CCONJ", "NOUN", "PUNCT"]
+    codes = token_codes(["w"] * len(upos), upos)
+    heads, dependents = arc_grid(len(upos))
+    counts = between_counts(codes, heads, dependents)
+    for a, (h, d) in enumerate(zip(heads, dependents)):
+        inside = upos[min(h, d):max(h, d) - 1]            # words min+1 .. max-1 (1-based)
+        expected = [sum(p in c for p in inside) for c in BETWEEN_CLASSES]
+        assert counts[:, a].tolist() == expected, (h, d)
 
 
 def test_loss_and_score():
@@ -174,6 +186,7 @@ def test_loss_and_score():
     assert task.loss(np.array([2, 0, 2]), np.array([0, 1, 2])) == 2.0
     name, value = task.score([np.array([2, 0, 2]), np.array([0])], [np.array([0, 1, 2]), np.array([0])])
     assert name == "UAS" and value == pytest.approx(2 / 4)
+    assert task.format_label(np.array([2, 0, 2])) == "2 0 2"
 
 
 def test_options_are_checked():
@@ -258,6 +271,14 @@ def test_reader_rejects_bad_bytes_and_missing_files(tmp_path):
         list(read_conllu(tmp_path / "absent.conllu"))
 
 
+def test_reader_reports_a_truncated_compressed_file(tmp_path):
+    path = tmp_path / "cut.conllu.xz"
+    path.write_bytes(lzma.compress(((TINY + "\n") * 50).encode("utf-8"))[:-40])
+    with pytest.raises(DataError, match="cannot decompress") as e:
+        list(read_conllu(path))
+    assert str(e.value).startswith(str(path))
+
+
 def test_unannotated_heads_when_allowed(tmp_path):
     path = write(tmp_path, _line(1, head="_") + _line(2, head="_"))
     (s,) = read_conllu(path, require_heads=False)
@@ -267,17 +288,19 @@ def test_unannotated_heads_when_allowed(tmp_path):
 # -- it learns ------------------------------------------------------------------------------------
 
 def test_perceptron_learns_on_ud_english():
-    """A few hundred UD English sentences and two perceptron epochs already attach most words:
-    far above attaching every word to its neighbour."""
+    """300 UD English sentences and two perceptron epochs already attach most words (UAS 0.72 on
+    300 dev sentences), far above attaching every word to a neighbour."""
     root = shared_data_root() / "ud_english_ewt"
     if not root.exists():
         pytest.skip(f"shared data not found: {root} (set SVMTRAIN_SHARED_DATA)")
     task = ArcFactoredParser(bits="18")
     # the first sentences of each file, read from the xz stream
-    train = list(itertools.islice(task.read_examples(root / "en_ewt-ud-train.conllu.xz"), 600))
+    train = list(itertools.islice(task.read_examples(root / "en_ewt-ud-train.conllu.xz"), 300))
     dev = list(itertools.islice(task.read_examples(root / "en_ewt-ud-dev.conllu.xz"), 300))
     w = averaged_perceptron(task, train, epochs=2, seed=0, log=lambda _: None)
     gold = [y for _, y in dev]
     name, uas = task.score(gold, task.batch_inference([x for x, _ in dev], w))
-    left_neighbour = [np.arange(len(y)) for y in gold]       # word d attached to d - 1 (1 -> root)
-    assert uas > 0.65 and uas > task.score(gold, left_neighbour)[1] + 0.25
+    left = [np.arange(len(y)) for y in gold]                            # d -> d - 1 (1 -> root)
+    right = [np.append(np.arange(2, len(y) + 1), 0) for y in gold]      # d -> d + 1 (n -> root)
+    neighbours = max(task.score(gold, left)[1], task.score(gold, right)[1])
+    assert name == "UAS" and uas > 0.65 and uas > neighbours + 0.25

@@ -10,8 +10,10 @@ to parse) is read as -1 when `require_heads` is False.
 Errors name the file and the line (1-based) and say what is wrong, so a user can fix the file.
 """
 
+import gzip
 import lzma
 import os
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,3 +178,7 @@ def read_conllu(path, require_heads=True):
                 yield finish()
     except UnicodeDecodeError as e:
         raise DataError(path_str, lineno + 1, f"not UTF-8 text ({e.reason})") from None
+    except (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as e:
+        raise DataError(path_str, None, f"cannot decompress after line {lineno}: {e}") from None
+    except OSError as e:
+        raise DataError(path_str, None, f"cannot read after line {lineno}: {e.strerror or e}") from None

@@ -4,7 +4,9 @@ A tree's joint feature is the sum of its arcs' features, psi(x, y) = sum_d f(x, 
 score of a tree is the sum of its arc scores and Eisner's algorithm finds the best projective one.
 The features of an arc h -> d (h = 0 is the root) are conjunctions of the attributes of the head
 and of the dependent: the word form, its lowercase, its UPOS, the UPOS of its left and right
-neighbours; each conjunction appears twice, alone and joined with the arc's direction and bucketed
+neighbours, and how many verbs, punctuation marks and coordinating conjunctions lie between
+them (none, one, more: a compact stand-in for the paper's in-between UPOS); each conjunction
+appears twice, alone and joined with the arc's direction and bucketed
 distance (the paper conjoins every feature with them; the plain copy lets rare conjunctions still
 share weight across distances).
 
@@ -35,13 +37,17 @@ ROOT_UPOS = "<root>"
 BEFORE_UPOS = "<s>"      # the UPOS of the (absent) word before the root
 AFTER_UPOS = "</s>"      # ... and after the last word
 
-# token attributes, rows of the per-sentence attribute table
+# token attributes, rows of the per-sentence attribute table; the last rows are 0/1 indicators of
+# the word classes counted between a head and its dependent
 FORM, LOWER, UPOS, UPOS_LEFT, UPOS_RIGHT = range(5)
-N_ATTRIBUTES = 5
-# a template's slots name attributes of the head (h) or the dependent (d)
+BETWEEN_CLASSES = ({"VERB", "AUX"}, {"PUNCT"}, {"CCONJ"})
+N_ATTRIBUTES = 5 + len(BETWEEN_CLASSES)
+# a template's slots name attributes of the head (h), of the dependent (d), or of the words
+# strictly between them (b-verb, b-punct, b-cconj: none, one, or more)
 _SLOT = {"hw": FORM, "hl": LOWER, "hp": UPOS, "hp-1": UPOS_LEFT, "hp+1": UPOS_RIGHT}
 _SLOT.update({"d" + k[1:]: N_ATTRIBUTES + v for k, v in _SLOT.items()})
 _EMPTY_SLOT = 2 * N_ATTRIBUTES       # a row of zeros: templates with fewer than MAX_SLOTS slots
+_SLOT.update({name: _EMPTY_SLOT + 1 + i for i, name in enumerate(("b-verb", "b-punct", "b-cconj"))})
 
 # (McDonald et al. 2005, table 1: unigram, bigram and in-context UPOS features; the lowercase
 # stands for their word, the cased form adds one unigram each)
@@ -53,6 +59,7 @@ TEMPLATES = (
     ("hp", "hp+1", "dp-1", "dp"), ("hp-1", "hp", "dp-1", "dp"),
     ("hp", "hp+1", "dp", "dp+1"), ("hp-1", "hp", "dp", "dp+1"),
     ("hp", "hp+1", "dp"), ("hp", "dp-1", "dp"), ("hp-1", "hp", "dp"), ("hp", "dp", "dp+1"),
+    ("hp", "dp", "b-verb"), ("hp", "dp", "b-punct"), ("hp", "dp", "b-cconj"),
 )
 MAX_SLOTS = max(len(t) for t in TEMPLATES)
 N_FEATURES_PER_ARC = 2 * len(TEMPLATES)
@@ -100,6 +107,8 @@ def token_codes(forms, upos):
     table[UPOS_LEFT, 1:] = pos[:-1]
     table[UPOS_RIGHT, :-1] = pos[1:]
     table[UPOS_RIGHT, -1] = string_code("upos", AFTER_UPOS)
+    for i, members in enumerate(BETWEEN_CLASSES):
+        table[5 + i] = [0] + [p in members for p in upos]
     return table
 
 
@@ -115,12 +124,23 @@ def arc_grid(n):
     return heads, dependents
 
 
+def between_counts(codes, heads, dependents):
+    """(len(BETWEEN_CLASSES), arcs): the words of each class strictly between h and d, from prefix
+    counts (prefix[c, i] = words of class c among positions 0..i-1)."""
+    n = codes.shape[1] - 1
+    prefix = np.zeros((len(BETWEEN_CLASSES), n + 2), dtype=np.int64)
+    np.cumsum(codes[5:].astype(np.int64), axis=1, out=prefix[:, 1:])
+    lo, hi = np.minimum(heads, dependents), np.maximum(heads, dependents)
+    return np.maximum(prefix[:, hi] - prefix[:, lo + 1], 0)     # 0 on the (unused) self-arcs
+
+
 def arc_features(codes, bits):
     """The (n * (n + 1), N_FEATURES_PER_ARC) column indices (< 2^bits) of all arcs of a sentence."""
     n = codes.shape[1] - 1
     heads, dependents = arc_grid(n)
+    between = np.minimum(between_counts(codes, heads, dependents), 2).astype(np.uint64)  # 2 = "more"
     values = np.concatenate([codes[:, heads], codes[:, dependents],
-                             np.zeros((1, len(heads)), dtype=np.uint64)])     # (2A + 1, arcs)
+                             np.zeros((1, len(heads)), dtype=np.uint64), between])  # (2A + 4, arcs)
     h = np.broadcast_to(_TEMPLATE_SEEDS, (len(TEMPLATES), len(heads)))
     for slot in range(MAX_SLOTS):
         h = _mix(h, values[_SLOT_ROWS[slot]])

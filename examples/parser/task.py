@@ -17,12 +17,21 @@ Task options (strings, from --task-option KEY=VALUE):
     bits=20            the feature space has 2^bits columns (8 <= bits <= 30); w is that long
     single_root=yes    exactly one word attaches to the root (UD's rule); `no` allows several
     cache_features=yes keep each sentence's arc-feature matrix on it after first use (memory about
-                       200 bytes per arc, n(n + 1) arcs a sentence); `no` recomputes it per call
+                       224 bytes per arc, n(n + 1) arcs a sentence); `no` recomputes it per call
 """
+
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from examples.parser.conllu import DataError, read_conllu
+try:
+    from examples.parser.conllu import DataError, read_conllu
+except ModuleNotFoundError:
+    # loaded by path (--task-module examples/parser/task.py:ArcFactoredParser) from another
+    # directory: the package is found from the repository root, two levels above this file
+    sys.path.append(str(Path(__file__).resolve().parents[2]))
+    from examples.parser.conllu import DataError, read_conllu
 from examples.parser.eisner import eisner
 from examples.parser.features import N_FEATURES_PER_ARC, arc_features, token_codes
 
@@ -165,6 +174,10 @@ class ArcFactoredParser(StructuredTask):
     def score(self, ys, y_hats):
         """('UAS', the fraction of words, punctuation included, whose predicted head is right)."""
         return "UAS", unlabelled_attachment(ys, y_hats)
+
+    def format_label(self, y):
+        """A predicted tree on one line: the heads of words 1..n, space-separated (0 = root)."""
+        return " ".join(str(int(h)) for h in y)
 
 
 def unlabelled_attachment(ys, y_hats):
