@@ -267,6 +267,7 @@ def _line(i, form="w", upos="NOUN", head="0", id_=None, ncols=10):
     (_line(1, head="x"), 1, "bad HEAD 'x'"),
     (_line(1) + _line(2, head="7"), 2, "HEAD 7 is not a word of this sentence (it has 2 words)"),
     (_line(1, head="1"), 1, "word 1 is its own HEAD"),
+    (_line(1, head="2"), 1, "HEAD 2 is not a word of this sentence (it has 1 word)"),
     (_line(1, head="2") + _line(2, head="1"), 1, "the HEADs do not form a tree: word 1 is on a cycle"),
     (_line(1) + "# late\n", 2, "a comment inside a sentence"),
     (_line(1, id_="a"), 1, "bad word ID 'a'"),

@@ -129,7 +129,7 @@ def read_conllu(path, require_heads=True):
             h = int(field)
             if h > n:
                 raise DataError(path_str, lineno, f"HEAD {h} is not a word of this sentence "
-                                                  f"(it has {n} words)")
+                                                  f"(it has {n} word{'s' if n != 1 else ''})")
             if h == i + 1:
                 raise DataError(path_str, lineno, f"word {i + 1} is its own HEAD")
             values[i] = h

@@ -9,9 +9,9 @@
 
 With margin rescaling the structured SVM (Taskar et al.; McDonald et al. 2005 train the same
 margins with MIRA) asks the gold tree to beat every projective tree y' by Delta(y, y'). A gold
-tree that is not projective (about 1 sentence in 20 in UD English) is outside the decoder's reach:
-its constraint can never be met with zero slack, and at test time its non-projective arcs count
-as errors (UAS below).
+tree that is not projective (26 of the 2,077 UD English EWT test sentences) is outside the
+decoder's reach: its constraint can never be met with zero slack, and at test time its
+non-projective arcs count as errors (UAS below).
 
 Task options (strings, from --task-option KEY=VALUE):
     bits=20            the feature space has 2^bits columns (8 <= bits <= 30); w is that long
