@@ -19,7 +19,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository root: `examples`
 
 from examples.parser import ArcFactoredParser, DataError, ParserInput, eisner, read_conllu  # noqa: E402
-from examples.parser.eisner import compiled_eisner, eisner_numpy  # noqa: E402
+from examples.parser.eisner import compiled_module, eisner_numpy  # noqa: E402
+from examples.parser.task import feature_sums_numpy  # noqa: E402
 from examples.parser._check import averaged_perceptron, is_projective  # noqa: E402
 from examples.parser.features import (BETWEEN_CLASSES, N_FEATURES_PER_ARC, arc_grid,  # noqa: E402
                                       between_counts, token_codes)
@@ -98,12 +99,13 @@ def test_eisner_equals_brute_force(n, single_root, decoder):
         assert any(np.array_equal(heads, t) for t in trees[np.isclose(values, values.max(), atol=1e-12)])
 
 
-def test_compiled_eisner_equals_numpy_bit_for_bit():
+def test_compiled_module_equals_numpy_bit_for_bit():
     """The typed-loop decoder (built on first use) returns numpy's trees and values exactly, ties
     included, on sentences up to 60 words: training gives the same model with either."""
-    fast = compiled_eisner()
-    if fast is None:
+    compiled = compiled_module()
+    if compiled is None:
         pytest.skip("the compiled decoder could not be built here (Cython or a C compiler missing)")
+    fast = compiled.eisner_compiled
     rng = np.random.default_rng(11)
     for n in list(range(0, 13)) + [31, 60]:
         for single_root in (True, False):
@@ -126,7 +128,7 @@ def random_sentence(rng, n):
 def dense_psi(task, x, y):
     indices, values = task.joint_feature(x, y)
     v = np.zeros(task.size_joint_feature)
-    v[indices] = values
+    np.add.at(v, indices, values)          # repeated indices are summed
     return v
 
 
@@ -162,12 +164,17 @@ def test_joint_feature_is_a_sum_of_arc_rows():
     y = np.array([2, 0, 2, 5, 3, 5, 8, 6, 8])
     indices, values = task.joint_feature(x, y)
     assert indices.dtype == np.int64 and values.dtype == np.float64
-    assert np.all(np.diff(indices) > 0) and indices.min() >= 0 and indices.max() < task.size_joint_feature
+    assert indices.min() >= 0 and indices.max() < task.size_joint_feature
     assert values.sum() == len(y) * N_FEATURES_PER_ARC
+    features = task.arc_features(x)
+    assert np.array_equal(np.sort(indices), np.sort(features[y * 9 + np.arange(9)].ravel()))
     # arc scores are the mat-vec; a tree's score is w . psi
     w = rng.normal(size=task.size_joint_feature)
     scores = task.arc_scores(x, w)
     assert scores[y, np.arange(1, 10)].sum() == pytest.approx(w[indices] @ values)
+    assert scores[2, 1] == pytest.approx(w[features[2 * 9 + 0]].sum())
+    with pytest.raises(ValueError, match="feature space has 65536 columns"):
+        task.arc_scores(x, w[:-1])
     with pytest.raises(ValueError, match="9 heads"):
         task.joint_feature(x, y[:-1])
 
@@ -188,6 +195,18 @@ def test_features_depend_only_on_the_sentence():
 
 
 FEATURE_DIGEST = "8ebb788bd4fb2207"
+
+
+def test_compiled_feature_sums_equal_numpy_bit_for_bit():
+    compiled = compiled_module()
+    if compiled is None:
+        pytest.skip("the compiled helpers could not be built here (Cython or a C compiler missing)")
+    task = ArcFactoredParser(bits="16")
+    rng = np.random.default_rng(4)
+    w = rng.normal(size=task.size_joint_feature)
+    for n in (1, 5, 30):
+        features = task.arc_features(random_sentence(rng, n))
+        assert np.array_equal(compiled.feature_sums(w, features), feature_sums_numpy(w, features))
 
 
 def test_between_counts():

@@ -131,7 +131,7 @@ setup(name="parser_eisner", ext_modules=cythonize([Extension("_eisner_fast", [py
       "--build-temp", build_temp])
 """
 
-_compiled = None     # None: not tried yet; False: unavailable (no Cython or no compiler)
+_compiled = None     # None: not tried yet; False: unavailable (no Cython or no compiler); else the module
 
 
 def _cache_dir():
@@ -139,11 +139,12 @@ def _cache_dir():
     return Path(base) / "svmtrain-examples"
 
 
-def compiled_eisner():
-    """The typed-loop version (_eisner_fast.pyx), compiled once per source and Python into the user's
-    cache directory (~/.cache/svmtrain-examples, $XDG_CACHE_HOME) by a child process whose output is
-    kept out of ours; None when that cannot be done (no Cython or no C compiler), and the numpy
-    version serves. SVMTRAIN_PARSER_NUMPY=1 asks for the numpy version."""
+def compiled_module():
+    """The typed loops of _eisner_fast.pyx (eisner_compiled, and task.py's feature_sums) as a
+    module, compiled once per source and Python into the user's cache directory
+    (~/.cache/svmtrain-examples, $XDG_CACHE_HOME) by a child process whose output is kept out of
+    ours; None when that cannot be done (no Cython or no C compiler), and numpy serves.
+    SVMTRAIN_PARSER_NUMPY=1 asks for numpy."""
     global _compiled
     if _compiled is None:
         _compiled = False
@@ -171,15 +172,15 @@ def _build_and_load():
     spec = importlib.util.spec_from_file_location("_eisner_fast", target)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.eisner_compiled
+    return module
 
 
 def eisner(scores, single_root=True):
     """The best projective tree (see eisner_numpy): the compiled version when it could be built,
     else numpy's; both return the same heads and value, bit for bit."""
-    fast = compiled_eisner()
+    fast = compiled_module()
     if fast is not None:
-        return fast(scores, single_root)
+        return fast.eisner_compiled(scores, single_root)
     return eisner_numpy(scores, single_root)
 
 

@@ -32,7 +32,7 @@ except ModuleNotFoundError:
     # directory: the package is found from the repository root, two levels above this file
     sys.path.append(str(Path(__file__).resolve().parents[2]))
     from examples.parser.conllu import DataError, read_conllu
-from examples.parser.eisner import eisner
+from examples.parser.eisner import compiled_module, eisner
 from examples.parser.features import N_FEATURES_PER_ARC, arc_features, token_codes
 
 try:
@@ -126,8 +126,18 @@ class ArcFactoredParser(StructuredTask):
     def arc_scores(self, x, w):
         """(n + 1, n + 1) scores[h, d] = w . f(h -> d); column 0 (arcs into the root) is unused."""
         n = len(x)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.size_joint_feature,):
+            raise ValueError(f"w has shape {w.shape}, the parser's feature space has "
+                             f"{self.size_joint_feature} columns (bits={self.bits})")
+        features = self.arc_features(x)
+        compiled = compiled_module()
+        if compiled is not None and features.dtype == np.int32:
+            sums = compiled.feature_sums(w, features)
+        else:
+            sums = feature_sums_numpy(w, features)
         scores = np.zeros((n + 1, n + 1))
-        scores[:, 1:] = w.take(self.arc_features(x)).sum(axis=1).reshape(n + 1, n)
+        scores[:, 1:] = sums.reshape(n + 1, n)
         return scores
 
     def _check(self, x, y):
@@ -138,13 +148,14 @@ class ArcFactoredParser(StructuredTask):
         return y
 
     def joint_feature(self, x, y):
-        """psi(x, y) = the sum of the feature rows of the tree's arcs, as sorted unique indices."""
+        """psi(x, y) = the sum of the feature rows of the tree's arcs: the rows' indices, each with
+        value 1, repeats included (the protocol sums repeated indices; the solver merges psi(y)
+        and psi(y') in one pass, so sorting here would be paid twice for nothing)."""
         y = self._check(x, y)
         n = len(x)
         rows = y * n + np.arange(n)
-        columns = self.arc_features(x)[rows].ravel()
-        indices, counts = np.unique(columns, return_counts=True)
-        return indices.astype(np.int64), counts.astype(np.float64)
+        columns = self.arc_features(x)[rows].ravel().astype(np.int64)
+        return columns, np.ones(len(columns))
 
     def loss(self, y, y_hat):
         return float(np.count_nonzero(np.asarray(y) != np.asarray(y_hat)))
@@ -178,6 +189,17 @@ class ArcFactoredParser(StructuredTask):
     def format_label(self, y):
         """A predicted tree on one line: the heads of words 1..n, space-separated (0 = root)."""
         return " ".join(str(int(h)) for h in y)
+
+
+def feature_sums_numpy(w, features):
+    """sums[a] = w[features[a, 0]] + w[features[a, 1]] + ..., the columns added in order as the
+    compiled loop does (numpy's sum(axis=1) adds them pairwise, in another order, and the last
+    bits of the scores, hence ties and models, would depend on which version ran)."""
+    values = w.take(features)
+    sums = values[:, 0].copy()
+    for j in range(1, values.shape[1]):
+        sums += values[:, j]
+    return sums
 
 
 def unlabelled_attachment(ys, y_hats):
