@@ -20,11 +20,11 @@ hash() is salted per process and could not be used).
 
 The arcs of a sentence with n words are all (h, d) with h in 0..n, d in 1..n, numbered
 a = h * n + (d - 1): n * (n + 1) rows of a fixed-width sparse matrix (every arc has exactly
-`n_features_per_arc` features of value 1, so the CSR's indptr is implicit and its data all ones;
+N_FEATURES_PER_ARC features of value 1, so the CSR's indptr is implicit and its data all ones;
 it is kept as an (n * (n + 1), width) index matrix). Arc scores are one sparse mat-vec
 (task.arc_scores: a typed loop, or numpy adding the columns in the same order); a tree's joint
-feature is the sum of its n rows. The rows of the impossible self-arcs h == d are computed like the others and never used (decoders forbid them): keeping them
-keeps the numbering a plain grid.
+feature is the sum of its n rows. The rows of the impossible self-arcs h == d are computed like
+the others and never used (decoders forbid them): keeping them keeps the numbering a plain grid.
 """
 
 import zlib
