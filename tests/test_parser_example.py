@@ -273,6 +273,11 @@ def test_reader_reads_xz_and_the_task_yields_examples(tmp_path):
     assert [len(x) for x, _ in examples] == [5, 1]
     assert examples[0][1].tolist() == [4, 4, 4, 0, 4]
     assert examples[0][0].forms[1] == "do"
+    assert examples[0][0].features is None
+    ArcFactoredParser(bits="12").initialize(examples)
+    assert examples[0][0].features.shape == (5 * 6, N_FEATURES_PER_ARC)
+    # a task with another feature space never uses features hashed for this one
+    assert ArcFactoredParser(bits="9").arc_features(examples[0][0]).max() < 2 ** 9
 
 
 def _line(i, form="w", upos="NOUN", head="0", id_=None, ncols=10):

@@ -44,13 +44,14 @@ except ImportError:      # the task protocol's base class is not on this branch 
 class ParserInput:
     """A sentence to parse: its words, their attribute codes, and (once computed) its arc features."""
 
-    __slots__ = ("forms", "upos", "codes", "features", "line")
+    __slots__ = ("forms", "upos", "codes", "features", "features_bits", "line")
 
     def __init__(self, forms, upos, line=0):
         self.forms = list(forms)
         self.upos = list(upos)
         self.codes = token_codes(self.forms, self.upos)
         self.features = None
+        self.features_bits = None     # the `bits` the cached features were hashed with
         self.line = line
 
     def __len__(self):
@@ -109,18 +110,24 @@ class ArcFactoredParser(StructuredTask):
             yield ParserInput(sentence.forms, sentence.upos, sentence.line), sentence.heads
 
     def initialize(self, examples):
-        """Nothing to learn from the data: the hashed feature space is fixed by `bits`."""
+        """The hashed feature space is fixed by `bits`, so there is nothing to learn here; with
+        cache_features, every sentence's arc features are computed now, once, in this process:
+        oracle worker processes forked later share them (copy-on-write) instead of each building
+        its own copy."""
+        if self.cache_features:
+            for x, _ in examples:
+                self.arc_features(x)
 
     # -- the joint feature map and scores ---------------------------------------------------------
 
     def arc_features(self, x):
         """The (n(n + 1), N_FEATURES_PER_ARC) feature columns of all arcs of x (arc h -> d is row
         h * n + d - 1)."""
-        if x.features is not None:
+        if x.features is not None and x.features_bits == self.bits:
             return x.features
         features = arc_features(x.codes, self.bits)
         if self.cache_features:
-            x.features = features
+            x.features, x.features_bits = features, self.bits
         return features
 
     def arc_scores(self, x, w):
