@@ -15,7 +15,7 @@ _EXPORTS = {
     "Controls": "svmtrain.options", "Local": "svmtrain.options", "Dask": "svmtrain.options",
     "OptionError": "svmtrain.options", "InputError": "svmtrain.errors",
     "DataError": "svmtrain.data", "ModelError": "svmtrain.model", "Model": "svmtrain.model",
-    "RunStats": "svmtrain.pipeline",
+    "RunStats": "svmtrain.pipeline", "StructuredTask": "svmtrain.tasks.protocol",
 }
 
 __all__ = ["__version__", *_EXPORTS]

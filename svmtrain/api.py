@@ -16,6 +16,7 @@ on the file the arrays were read from, bit for bit.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -105,7 +106,8 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
           progress=False, on_warning=None, mode_reason=None):
     """Train a model: `svmtrain train` as a function.
 
-    problem: a Problem (task, C, epsilon, bias, ...; default Problem()). mode: NSlack(),
+    problem: a Problem (task, C, epsilon, bias, ...; default Problem()); its task may be your
+    own StructuredTask, and the data then a path its read_examples reads or a list of (x, y). mode: NSlack(),
     OneSlack(), OnlineDual(), Budgeted(), a mode name, or "auto" / None (the default): the mode
     of the controls' warm_start state, else the fastest for the task and the data's size
     (svmtrain.auto; model.stats.chosen_because says why). controls: Controls() for costs, weights, regularization and dual
@@ -130,7 +132,12 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
         raise OptionError(f"controls must be Controls, got {type(controls).__name__}")
     if not isinstance(where, (Local, Dask)):
         raise OptionError(f"where must be Local() or Dask(...), got {type(where).__name__}")
-    source = as_source(data, zero_based=problem.zero_based)
+    if problem.user_task and not isinstance(data, (str, os.PathLike)):
+        from svmtrain.data import MemorySource       # the task's own (x, y) examples
+        source = MemorySource([], name="<examples>")
+        source.examples = list(data)
+    else:
+        source = as_source(data, zero_based=problem.zero_based)
     mode, _, reason = resolve_mode(mode, controls, problem.task, source)
     reason = reason or mode_reason
     model, _ = run_training(TrainingRun(source=source, problem=problem, mode=mode,
@@ -142,10 +149,26 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
     return model
 
 
-def scorer(model):
-    """A function block -> (labels, decision values) for a trained or loaded model."""
+def _user_adapter(model, name, task):
+    """The user task's adapter for a model (None for a built-in one); a user model without its
+    task, or with another, is an InputError."""
+    from svmtrain.tasks.user import TaskError, model_adapter
+    try:
+        return model_adapter(model, name, task=task)
+    except TaskError as e:
+        raise InputError(str(e)) from None
+
+
+def scorer(model, task=None, name="<model>"):
+    """(task, a function block -> (labels, decision values)) for a trained or loaded model;
+    `task`: the StructuredTask of a user-task model."""
     from svmtrain.tasks import task_class
     from svmtrain.tasks.base import Geometry
+    user = _user_adapter(model, name, task) if model.task == "user" or task is not None else None
+    if user is not None:
+        w = user.solver_weights(model.w)
+        geometry = Geometry(model.n_features, None)
+        return user, lambda block: user.predict(w, block, geometry, "<examples>")
     task = task_class(model.task).from_model(model)
     if model.mode == "budgeted":
         # kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)
@@ -164,28 +187,32 @@ def _model(model):
     return read_model(model)
 
 
-def predict(model, data, *, output=None, scores=False, where=None, progress=False):
+def predict(model, data, *, output=None, scores=False, where=None, progress=False, task=None):
     """Predict `data` with `model` (a Model or a model file, ours or LIBLINEAR's).
 
     Returns Predictions: labels and decision values as arrays, and the task's metric. With
     `output` (a path, "-" for standard output) the predictions are written there line by line
-    (decision values when `scores`), atomically, and not kept in memory.
+    (decision values when `scores`), atomically, and not kept in memory. `task`: the
+    StructuredTask of a model of your own task (its file never names code to import).
     """
     import sys
     from svmtrain import data as data_layer
     from svmtrain.atomic import atomic_output
     from svmtrain.progress import byte_bar
+    name = model if isinstance(model, str) else "<model>"
     model = _model(model)
     where = Local() if where is None else where
     source = as_source(data)
-    task, predict_block = scorer(model)
+    task, predict_block = scorer(model, task, name)
+    user = getattr(task, "iter_blocks", None)      # a user task reads its own file
     zero_based = model.index_base == 0
     metric = task.new_metric()
     dask = isinstance(where, Dask)
     if dask:
         where.check()
-        if model.mode == "budgeted":
-            raise InputError("predict on Dask is for linear models so far: leave out --workers")
+        if model.mode == "budgeted" or user is not None:
+            raise InputError("predict on Dask is for the built-in linear models: leave out "
+                             "--workers")
         if hasattr(source, "iter_blocks"):
             raise OptionError("on Dask the workers read the data: give a file, not arrays",
                               where.flag)
@@ -210,7 +237,8 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
                                     scores, out, metric)
             return
         with byte_bar(source, show, "predicting") as bar:
-            blocks = data_layer.stream(source, zero_based=zero_based, progress=bar)
+            blocks = (user(source) if user is not None else
+                      data_layer.stream(source, zero_based=zero_based, progress=bar))
             for block in data_layer.whole_examples(blocks, task.grouping):
                 labels, values = predict_block(block)
                 metric.add(labels, block)
@@ -238,11 +266,13 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
     return Predictions(labels, values, metric.summary(), metric.line())
 
 
-def verify_bound(model, data, *, tol=None, example_weights=None, where=None, progress=False):
+def verify_bound(model, data, *, tol=None, example_weights=None, where=None, progress=False,
+                 task=None):
     """Certify `model` on its training data: the true primal P(w) by one streaming pass, against
     the dual D the model records. Returns a Verification (certified when (P-D)/P <= tol, by
     default the model's epsilon). example_weights: the weights file of a model trained with
-    Controls(example_weights=...), when not the file the model names."""
+    Controls(example_weights=...), when not the file the model names. `task`: the StructuredTask
+    of a model of your own task: P(w) from its own oracle over its own reading of the data."""
     from svmtrain import data as data_layer, objective
     from svmtrain.controls import ControlError, certified_objective
     from svmtrain.engine import relative_gap
@@ -258,9 +288,16 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
                          "verify-bound needs a model written by svmtrain")
     tol = model.epsilon if tol is None else tol
     source = as_source(data)
-    task = task_class(model.task).from_model(model)
+    user = _user_adapter(model, name, task) if model.task == "user" or task is not None else None
+    if user is not None and (isinstance(where, Dask) or example_weights is not None):
+        raise InputError("verify-bound of a user task runs here, without --workers or --weights")
+    task = user if user is not None else task_class(model.task).from_model(model)
     dual_acc = prepare = None
-    if model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
+    if user is not None:          # P(w) from the task's own oracle, over its own reading
+        from svmtrain.tasks.base import Geometry
+        acc = objective.PrimalAccumulator(user, user.solver_weights(model.w),
+                                          Geometry(model.n_features, None), model.C, source)
+    elif model.mode == "budgeted":   # P(w~) of the kernel expansion, D(a) from the stored a (exact kernel)
         from svmtrain.solvers.budgeted import KernelDual, KernelPrimal, expansions
         acc = KernelPrimal(task, expansions(model), model.C, model.p or 0.0, source)
         dual_acc = KernelDual(task, model, source)
@@ -288,7 +325,8 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
             distributed.accumulate_primal(s, acc, model.index_base == 0)
     else:
         with byte_bar(source, progress, "verifying") as bar:
-            blocks = data_layer.stream(source, zero_based=model.index_base == 0, progress=bar)
+            blocks = (user.iter_blocks(source) if user is not None else
+                      data_layer.stream(source, zero_based=model.index_base == 0, progress=bar))
             if prepare is not None:
                 blocks = (prepare(b, task.grouping) for b in blocks)
             for block in data_layer.whole_examples(blocks, task.grouping):

@@ -66,6 +66,8 @@ def available_memory():
 
 def choose_mode(task, source):
     """(mode name, reason) for `--mode auto`."""
+    if not isinstance(task, str):
+        return "n-slack", "your own task"
     size = input_bytes(source)
     memory = available_memory()
     if size is not None and memory is not None and size * MEMORY_PER_BYTE > memory / 2:

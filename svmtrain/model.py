@@ -156,6 +156,9 @@ class Model:
     nonneg: Optional[str] = None             # weights constrained >= 0 (feature ranges, all, bias)
     reg_scale: Optional[dict] = None         # 0-based feature -> r: 1/2 r (w - w0)^2 regularizer
     prior: Optional[dict] = None             # flat index into w -> w0 (the prior mean)
+    # user tasks (task "user"): the StructuredTask's name and version; the file names no code
+    task_name: Optional[str] = None
+    task_version: Optional[str] = None
 
     def __post_init__(self):
         self.w = np.asarray(self.w, dtype=np.float64)
@@ -477,6 +480,9 @@ _TASKS = {
     "ranking": _Task(None, _vector_shape),
     "sequence": _Task(_tags, _sequence_shape, ("loss", "rescaling")),
     "constraints": _Task(None, _vector_shape),
+    # a user's StructuredTask (svmtrain.tasks.user): w is its joint feature's weights, `features`
+    # long; the task is named, never imported (predict and verify-bound need --task-module)
+    "user": _Task(None, _vector_shape, ("task_name", "task_version")),
 }
 LOSSES = ("zero-one", "hamming")
 RESCALINGS = ("margin", "slack")
@@ -512,6 +518,8 @@ HEADER_KEYS = (
     _Key("p", "p", _real_kind(lo=0.0)),
     _Key("loss", "loss", _word_kind(lambda: LOSSES, "loss")),
     _Key("rescaling", "rescaling", _word_kind(lambda: RESCALINGS, "rescaling")),
+    _Key("task_name", "task_name", _Kind(lambda t: _check_name(_single(t)), _check_name, str)),
+    _Key("task_version", "task_version", _Kind(lambda t: _check_name(_single(t)), _check_name, str)),
     _Key("kernel", "kernel", _word_kind(lambda: KERNELS, "kernel")),
     _Key("gamma", "gamma", _real_kind(lo=0.0, strict=True)),
     _Key("budget", "budget", _int_kind(lo=1)),
@@ -531,7 +539,7 @@ HEADER_KEYS = (
 _OPTIONAL_KEYS = frozenset(("averaged", "class_weights", "example_weights", "example_weights_crc32",
                             "bias_reg", "nonneg", "reg_scale", "prior"))
 _KEYS = {k.name: k for k in HEADER_KEYS}
-_TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling"))   # present only where a task uses them
+_TASK_KEYS = frozenset(("labels", "p", "loss", "rescaling", "task_name", "task_version"))   # present only where a task uses them
 _KERNEL_KEYS = ("kernel", "gamma", "budget", "merge_search", "merge_precision")  # only in kernel modes
 _KERNEL_TASKS = ("binary", "multiclass", "regression")  # budgeted: multiclass is one-vs-rest
 

@@ -98,6 +98,10 @@ class Problem:
     regression's insensitive zone (default 0.1). loss, rescaling: multiclass and sequence (defaults
     zero-one / hamming, margin). seed: the order of coordinate steps (recorded in the model).
     zero_based: the data's feature indices start at 0 (recorded in the model).
+
+    task may also be your own task, a svmtrain.StructuredTask instance (docs/own-task.md);
+    latent_rounds: with a task that defines latent(x, y, w), at most this many CCCP rounds
+    (latent structural SVM, n-slack).
     """
 
     task: str = "binary"
@@ -109,6 +113,7 @@ class Problem:
     rescaling: Optional[str] = None
     seed: int = 1
     zero_based: bool = False
+    latent_rounds: int = 0
 
     def __post_init__(self):
         if self.bias is not None and _finite(self.bias) and self.bias < 0:
@@ -120,6 +125,21 @@ class Problem:
 
     def check(self):
         """Raise OptionError for a value that cannot run; returns the record."""
+        _int_in(self.latent_rounds, 0, None, "--latent-rounds", "the number of latent rounds")
+        if self.user_task:
+            for name, flag in (("bias", "-B"), ("p", "-p"), ("loss", "--loss"),
+                               ("rescaling", "--rescaling")):
+                if getattr(self, name) is not None:
+                    raise OptionError("does not apply to a --task-module task", flag)
+            if self.zero_based:
+                raise OptionError("does not apply to a --task-module task", "--zero-based")
+            check_positive(self.C, "C", "-c")
+            check_epsilon(self.epsilon)
+            _int_in(self.seed, 0, 2**63 - 1, "--seed", "the seed")
+            return self
+        if self.latent_rounds:
+            raise OptionError("latent rounds need a task with latent(x, y, w): --task-module",
+                              "--latent-rounds")
         _choice(self.task, TASKS, "--task", "the task")
         check_positive(self.C, "C", "-c")
         check_epsilon(self.epsilon)
@@ -140,6 +160,16 @@ class Problem:
             raise OptionError("a bias feature cancels in every ranking pair (x_a - x_b): "
                               "leave it out", "-B")
         return self
+
+    @property
+    def user_task(self) -> bool:
+        """Whether the task is the user's own (a StructuredTask), not a built-in task name."""
+        return not isinstance(self.task, str)
+
+    @property
+    def task_name(self) -> str:
+        """The task as model files record it: its name, or "user" for the user's own."""
+        return "user" if self.user_task else self.task
 
     def task_options(self) -> dict:
         """The options the task classes read (svmtrain.tasks)."""
@@ -472,7 +502,24 @@ def check_run(problem: Problem, mode, controls: Controls, where, *, model_format
     mode.check()
     controls.check()
     where.check()
-    task, name = problem.task, mode.name
+    task, name = problem.task_name, mode.name
+    if problem.user_task:
+        if name not in LINEAR_MODES:
+            raise OptionError("a --task-module task trains in the linear modes (n-slack, 1-slack, "
+                              "online-dual)", "--mode")
+        if problem.latent_rounds and name != "n-slack":
+            raise OptionError("latent rounds solve their convex problems in the n-slack mode",
+                              "--latent-rounds")
+        if isinstance(where, Dask):
+            raise OptionError("a --task-module task runs in this process", where.flag)
+        if controls.shaping or controls.save_state or controls.warm_start:
+            raise OptionError("the training controls do not apply to a --task-module task",
+                              "--task-module")
+        if model_format != "svmtrain":
+            raise OptionError("does not apply to a --task-module task", "--format")
+        if isinstance(mode, OnlineDual) and reads_stdin:
+            raise OptionError("a user task reads its file itself: give a file, not -", "--mode")
+        return
     if isinstance(mode, OnlineDual):
         if reads_stdin and mode.passes > 1:
             raise OptionError("standard input can be read only once: one pass", "--passes")

@@ -100,7 +100,7 @@ def resolve_mode(mode, controls: Controls, task=None, source=None):
             raise OptionError(f"{controls.warm_start} is a {name} state, and --mode is "
                               f"{mode_record(given).name}", "--warm-start")
         if given is None:
-            return MODE_RECORDS[name](), arrays, f"the --warm-start state's mode"
+            return MODE_RECORDS[name](), arrays, "the --warm-start state's mode"
     if given is None:
         from svmtrain.auto import choose_mode
         name, reason = choose_mode(task, source)
@@ -112,7 +112,7 @@ def build_model(problem: Problem, mode: str, *, n_features, w, dual, primal, rel
                 examples, epochs, **fields):
     """The trained Model: every mode's, built here only."""
     from svmtrain.model import Model
-    return Model(task=problem.task, mode=mode, C=problem.C, bias=problem.bias,
+    return Model(task=problem.task_name, mode=mode, C=problem.C, bias=problem.bias,
                  n_features=n_features, index_base=0 if problem.zero_based else 1, w=w,
                  epsilon=problem.epsilon, dual=dual, primal=primal, relative_gap=relative_gap,
                  examples=examples, seed=problem.seed, epochs=epochs, **fields)
@@ -179,7 +179,9 @@ def run_training(run: TrainingRun):
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
     started = time.perf_counter()
-    if isinstance(run.where, Dask):
+    if run.problem.user_task:
+        model = _train_user(run, stats, warn)
+    elif isinstance(run.where, Dask):
         model = _train_on_dask(run, stats)
     elif isinstance(run.mode, Budgeted):
         model = _train_budgeted(run, stats)
@@ -552,6 +554,70 @@ def _train_budgeted(run: TrainingRun, stats: RunStats):
                      f"{result.epochs} epochs, {n_sv} support vectors, {result.merges} merges, "
                      f"{{seconds}} s, primal {result.primal:.10g}, dual {result.dual:.10g}, "
                      f"relative gap {result.relative_gap:.3g}")
+    return model
+
+
+# -- the user's own task (svmtrain.tasks.user) ----------------------------------------------------
+
+def _train_user(run: TrainingRun, stats: RunStats, warn):
+    """A StructuredTask in a linear mode (with latent rounds: CCCP over n-slack)."""
+    from svmtrain.tasks.user import TaskError, train_user_task
+
+    p, mode, task = run.problem, run.mode, run.problem.task
+    trace = _Trace(run, stats, TRACE_HEADERS["n-slack"])
+
+    def on_round(r):
+        # latent rounds: comment lines, so the numeric lines keep one format
+        trace.add(r, f"# latent round {r.round} objective {r.objective!r} primal {r.primal!r} "
+                     f"dual {r.dual!r} relative_gap {r.relative_gap!r} epochs {r.epochs} "
+                     f"changed {r.changed} seconds {r.seconds:.6f}")
+
+    def on_chunk(r):
+        trace.add(r, f"# pass {r.pass_} examples {r.examples} cache {r.cache} lower {r.lower!r} "
+                     f"upper {r.upper!r} seconds {r.seconds:.6f}")
+
+    online = None
+    if isinstance(mode, OnlineDual):
+        limit = mode.cache_bound()
+        online = {"passes": mode.passes, "chunk": mode.chunk,
+                  "keep_rounds": mode.solver_value("keep_inactive"),
+                  "cache_limit": limit[1] if limit and limit[0] == "constraints" else None,
+                  "cache_limit_bytes": limit[1] if limit and limit[0] == "bytes" else None,
+                  "shuffle_window": mode.solver_value("shuffle_window"),
+                  "window_rows": mode.solver_value("window_rows"),
+                  "window_looks": mode.window_looks, "admit_margin": mode.solver_value("admit_margin")}
+    solver_options = mode.solver_options() if isinstance(mode, OneSlack) else None
+    examples = getattr(run.source, "examples", None)
+    try:
+        with interrupt.watch():
+            trained = train_user_task(task, "<examples>" if examples is not None else run.source,
+                                      mode=mode.name, C=p.C, epsilon=p.epsilon, seed=p.seed,
+                                      max_epochs=mode.max_epochs, shrinking=mode.shrinking,
+                                      threads=getattr(run.where, "threads", None) or 1,
+                                      latent_rounds=p.latent_rounds,
+                                      on_epoch=lambda r: trace.add(r, _epoch_line(r)),
+                                      on_round=on_round, on_chunk=on_chunk, online=online,
+                                      solver_options=solver_options, examples=examples)
+    except TaskError as e:
+        raise InputError(str(e)) from None
+    finally:
+        trace.close()
+    model = build_model(p, mode.name, **trained.fields)
+    if run.model_file is not None:
+        write_model_file(model, run.model_file)
+    stats.epochs, stats.rounds = model.epochs, len(trained.rounds)
+    stats.interrupted = interrupt.requested()
+    stats.converged = model.relative_gap <= p.epsilon
+    if stats.interrupted:
+        stats.signal = interrupt.signal_received()
+    elif not stats.converged:
+        warn(f"relative gap {model.relative_gap:.3g} is above epsilon {p.epsilon:g}")
+    latent = (f"{len(trained.rounds)} latent rounds ({trained.stopped}), "
+              if trained.rounds else "")
+    stats.summary = (f"{task.name} (user task) {mode.name}, {model.examples} examples, "
+                     f"{model.n_features} weights: {model.epochs} epochs, {latent}{{seconds}} s, "
+                     f"primal {model.primal:.10g}, dual {model.dual:.10g}, relative gap "
+                     f"{model.relative_gap:.3g}")
     return model
 
 

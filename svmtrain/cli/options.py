@@ -167,3 +167,25 @@ def weight_pairs(ctx, param, value):
             raise click.BadParameter(f"-w {label:g} {weight:g}: the weight must be a positive "
                                      f"number and the label finite")
     return value
+
+
+def task_module_options(f):
+    """--task-module / --task-option of predict and verify-bound: a user-task model's code."""
+    f = click.option("--task-option", "task_options", multiple=True, metavar="KEY=VALUE",
+                     help="An option for --task-module's class, as in training (repeatable).")(f)
+    return click.option("--task-module", "task_module", default=None, metavar="SPEC",
+                        help="The code of a user-task model (PATH.py:Class or package.module:"
+                             "Class); the model must record the same task name and version.")(f)
+
+
+def load_user_task(task_module, task_options):
+    """The StructuredTask named by --task-module, or None."""
+    if task_module is None:
+        if task_options:
+            raise InputError("--task-option needs --task-module")
+        return None
+    from svmtrain.tasks.user import TaskError, load_task
+    try:
+        return load_task(task_module, list(task_options))
+    except TaskError as e:
+        raise InputError(str(e)) from None

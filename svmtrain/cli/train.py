@@ -7,7 +7,8 @@ import click
 
 from svmtrain.cli.help import GroupedCommand
 from svmtrain.cli.options import data_path, show_progress, user_errors
-from svmtrain.cli.train_options import records, train_options
+from svmtrain.cli.train_options import train_options
+from svmtrain.cli.train_records import records
 
 
 @click.command(cls=GroupedCommand)
@@ -28,11 +29,18 @@ def train(model_file, trace_file, model_format, quiet, **params):
         if not quiet:
             click.echo(f"svmtrain: warning: {message}", err=True)
 
+    def latent_round(r):         # a latent SVM's outer rounds are news; epochs are not
+        if not quiet and hasattr(r, "changed") and hasattr(r, "objective"):
+            click.echo(f"svmtrain: latent round {r.round}: objective {r.objective:.10g}, "
+                       f"{r.changed} latent parts changed, convex primal {r.primal:.10g}, "
+                       f"relative gap {r.relative_gap:.3g}", err=True)
+
     with user_errors():
         problem, mode, controls, where, reason = records(ctx, params)
         model = api.train(params["train_file"], problem, mode, controls, where, model_file=model_file,
                           model_format=model_format, trace=trace_file,
-                          progress=show_progress(quiet), on_warning=warn, mode_reason=reason)
+                          progress=show_progress(quiet), on_warning=warn, mode_reason=reason,
+                          on_epoch=latent_round)
     stats = model.stats
     if stats.interrupted:
         name = signal.Signals(stats.signal).name if stats.signal else "signal"

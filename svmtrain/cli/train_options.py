@@ -6,7 +6,6 @@ takes. A mode's option given with another mode is refused, never silently ignore
 """
 
 import click
-from click.core import ParameterSource
 
 from svmtrain.cli.help import option
 from svmtrain.cli.options import (bias_value, cache_limit, checked, dask_options, label_list,
@@ -43,6 +42,12 @@ CONTROL_FIELDS = {"class_weight_pairs": "class_weights", "class_weight": "class_
 
 
 C, T, O, N, B = "Common", "Training controls", "1-slack", "online-dual", "budgeted"
+U = "Your own task"
+# what a --task-module task takes besides its own options: the common solver options and the
+# linear modes' (it has no bias, task loss or training controls, and runs in this process)
+USER_REFUSED = ("task", "bias", "p", "loss", "rescaling", "model_format", "zero_based",
+                "workers", "scheduler", *CONTROL_FIELDS,
+                *(name for name, (_, owner) in MODE_FLAGS.items() if owner == "budgeted"))
 FLOAT = click.FLOAT
 Path = click.Path(dir_okay=False)
 
@@ -167,6 +172,17 @@ OPTIONS = [
     option(N, "--checkpoint-every", "checkpoint_every", type=float, default=None,
            metavar="SECONDS", callback=checked(check_positive, "the period", None, " of seconds"),
            help="Write model and resume state this often."),
+    # a user's task (svmtrain.tasks.user; docs/own-task.md)
+    option(U, "--task-module", "task_module", default=None, metavar="SPEC",
+           help="Your task's class: PATH.py:Class or package.module:Class."),
+    option(U, "--task-option", "task_options", multiple=True, metavar="KEY=VALUE",
+           help="An option for the task's class (repeatable)."),
+    option(U, "--latent-rounds", "latent_rounds", type=click.IntRange(0), default=0, metavar="N",
+           help="Latent SVM: at most N CCCP rounds (n-slack)  [default: 0]",
+           details="With a task that defines latent(x, y, w): each round imputes the latent part "
+                   "of every ground truth with the current w, then solves the convex problem "
+                   "hot-started from the previous round; it stops when the objective stops "
+                   "falling."),
     # budgeted
     option(B, "-g", "--gamma", type=float, default=None, callback=checked(check_positive, "gamma"),
            help="exp(-gamma |x - x'|^2)  [default: 1/features]"),
@@ -195,44 +211,3 @@ def train_options(f):
     for decorate in reversed(OPTIONS + [dask_options("Dask"), zero_based_option, quiet_option]):
         f = decorate(f)
     return f
-
-
-def records(ctx, params):
-    """(Problem, mode record, Controls, where) from the parsed flags; refuses a mode's option
-    given with another mode."""
-    from svmtrain import options
-    from svmtrain.pipeline import resolve_mode
-
-    given = {name: value for name, value in params.items()
-             if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)}
-    controls = options.Controls(**{field: params[name] for name, field in CONTROL_FIELDS.items()})
-    requested = params["mode"]
-    if requested == "auto":      # a mode's own options name the mode
-        owners = {MODE_FLAGS[name][1] for name in given if name in MODE_FLAGS and name != "threads"}
-        if len(owners) == 1 and controls.warm_start is None:
-            requested = owners.pop()
-    mode, _, reason = resolve_mode(requested, controls, params["task"], params["train_file"])
-    problem = options.Problem(task=params["task"], C=params["C"], epsilon=params["epsilon"],
-                              bias=params["bias"], p=params["p"], loss=params["loss"],
-                              rescaling=params["rescaling"], seed=params["seed"],
-                              zero_based=params["zero_based"])
-    for name, (flag, owner) in MODE_FLAGS.items():
-        if name in given and params[name] is not None and owner != mode.name:
-            if owner == "budgeted":
-                raise click.BadParameter("applies to --mode budgeted only", param_hint=flag)
-            raise click.BadParameter(f"applies to --mode {owner}, not to {mode.name}", param_hint=flag)
-    fields = {name: params[name] for name, (_, owner) in MODE_FLAGS.items()
-              if owner == mode.name and params[name] is not None and name != "threads"}
-    if mode.name == "budgeted":
-        if ctx.get_parameter_source("max_epochs") == ParameterSource.COMMANDLINE:
-            raise click.BadParameter("the budgeted mode runs a fixed number of passes: give "
-                                     "--epochs", param_hint="--max-epochs")
-    else:
-        fields.update(max_epochs=params["max_epochs"], shrinking=params["shrinking"])
-    mode = type(mode)(**fields)
-    where = (options.Dask(workers=params["workers"], scheduler=params["scheduler"])
-             if params["workers"] or params["scheduler"] else options.Local(threads=params["threads"]))
-    if isinstance(where, options.Dask) and params["threads"] is not None:
-        raise click.BadParameter("on Dask the per-example loop runs on the workers, one thread "
-                                 "each: leave out --threads (give more workers)", param_hint="--threads")
-    return problem, mode, controls, where, reason

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from svmtrain.cli.options import (checked, dask_options, dask_where, data_path, json_option,
+from svmtrain.cli.options import (load_user_task, task_module_options, checked, dask_options, dask_where, data_path, json_option,
                                   quiet_option, show_progress, user_errors)
 from svmtrain.options import check_nonnegative
 
@@ -18,10 +18,12 @@ from svmtrain.options import check_nonnegative
 @click.option("--weights", "weights_file", type=click.Path(dir_okay=False), default=None,
               help="The example weights file of a model trained with --weights (default: the "
                    "file the model names).")
+@task_module_options
 @dask_options()
 @json_option
 @quiet_option
-def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, workers, scheduler):
+def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, workers, scheduler,
+                 task_module, task_options):
     """Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the
     model's dual D, a lower bound on the optimum: OPT lies in [D, P].
 
@@ -31,7 +33,8 @@ def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, worke
     with user_errors():
         where = dask_where(workers, scheduler)
         where.check()
-        v = api.verify_bound(model_file, data_file, tol=tol, example_weights=weights_file,
+        task = load_user_task(task_module, task_options)
+        v = api.verify_bound(model_file, data_file, tol=tol, example_weights=weights_file, task=task,
                              where=where, progress=show_progress(quiet))
     if not quiet:
         for warning in v.warnings:

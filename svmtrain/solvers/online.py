@@ -479,8 +479,14 @@ class OnlineDual:
         """(chunk, positional ids or None) of whole examples of the current pass, after the rows
         already done; the position in the file (rows_done, examples_done, window_done and the
         digest) is advanced before a chunk is handed out, so a state saved after it is exact."""
-        blocks = data.stream(self.path, zero_based=self.opt.zero_based,
-                                  block_bytes=self.opt.block_bytes, progress=progress)
+        # a task that reads its own file (a user task: svmtrain.tasks.user) holds the examples
+        # of the blocks it hands out; it must keep them through a shuffle window and a chunk
+        own = getattr(self.task, "iter_blocks", None)
+        if own is not None:
+            blocks = own(self.path, retain=self.opt.shuffle_window + self.opt.chunk)
+        else:
+            blocks = data.stream(self.path, zero_based=self.opt.zero_based,
+                                 block_bytes=self.opt.block_bytes, progress=progress)
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
             blocks = prepare(blocks)

@@ -7,8 +7,6 @@ when first used.
 
 import importlib
 
-from svmtrain.tasks.base import Task
-
 TASKS = {
     "binary": "svmtrain.tasks.binary:Binary",
     "multiclass": "svmtrain.tasks.multiclass:Multiclass",
@@ -22,6 +20,14 @@ TASKS = {
 def task_class(name: str):
     module, cls = TASKS[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def __getattr__(name):
+    # Task on first use: `import svmtrain` (which exports the task protocol) stays light
+    if name == "Task":
+        from svmtrain.tasks.base import Task
+        return Task
+    raise AttributeError(name)
 
 
 __all__ = ["TASKS", "Task", "task_class"]
