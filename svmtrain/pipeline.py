@@ -50,6 +50,7 @@ class RunStats:
     state_file: Optional[str] = None      # the dual state written (--save-state, or left by an interrupt)
     signal: Optional[int] = None          # the signal that interrupted the run
     passes: Optional[int] = None          # online-dual: the passes completed
+    dual_state: object = None             # n-slack: its final dual state in memory (a HotStart)
 
 
 @dataclass
@@ -67,6 +68,8 @@ class TrainingRun:
     show_progress: bool = False
     on_epoch: Optional[Callable] = None   # called with each trace record
     on_warning: Optional[Callable] = None  # called with each warning as it happens
+    hot_start: object = None              # n-slack: an earlier run's HotStart on the same rows
+    keep_dual_state: bool = False         # n-slack: keep the final HotStart in stats.dual_state
 
 
 def state_mode(path):
@@ -213,6 +216,8 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
     if isinstance(mode, OneSlack):   # its state is its working set of planes, not the controls' alphas
         solver_options = mode.solver_options()
         solver_options["threads"] = run.where.threads or 1
+    elif run.hot_start is not None:
+        solver_options["hot_start"] = run.hot_start
         state_files = {k: c[k] for k in ("save_state_file", "warm_start_file")}
         c.update(save_state_file=None, warm_start_file=None)
     controls = read_controls(p.task, p.zero_based, c)     # control files, before the data
@@ -277,6 +282,9 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
     else:
         state = controlled.save_state(result, left)
     stats.state_file = state
+    if name == "n-slack" and run.keep_dual_state:
+        from svmtrain.solvers.nslack import HotStart
+        stats.dual_state = HotStart.of(result, p.C)
     stats.epochs, stats.rounds = result.epochs, result.rounds
     stats.converged, stats.interrupted = result.converged, result.interrupted
     if result.interrupted:
