@@ -25,7 +25,9 @@ epsilon, its certificate reported. Other modes train each C from scratch. The gr
 (`Cs`) or LIBLINEAR -C's automatic start: below C_min = 1 / (n max_i |x_i|^2) every hinge is
 active at the optimum (w = C sum_i y_i x_i gives |w.x_i| <= 1), so w only scales with C and the
 predictions do not change; the search starts at the power of two below C_min and doubles until the
-cross-validation score has not improved for `patience` doublings, or C passes `C_max`.
+cross-validation score has not improved for `patience` doublings, or C passes `C_max`. Doublings
+count only once the score has moved from the first C's: at the smallest C's a file without a bias
+feature often predicts one class everywhere, a flat start that says nothing about larger C's.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ from svmtrain.options import Controls, Local, OptionError, Problem
 __all__ = ["cross_validate", "c_path", "fold_of_rows", "CVResult", "PathPoint", "PathResult",
            "METRICS"]
 
-#: the task's metric: (key of its summary, higher is better)
-METRICS = {"binary": ("accuracy", True), "multiclass": ("accuracy", True),
-           "sequence": ("accuracy", True), "regression": ("mse", False),
-           "ranking": ("pairwise_accuracy", True), "constraints": ("fraction_satisfied", True)}
+#: the task's metric: (its name, higher is better, the key of the task metric's summary)
+METRICS = {"binary": ("accuracy", True, "accuracy"), "multiclass": ("accuracy", True, "accuracy"),
+           "sequence": ("token_accuracy", True, "accuracy"), "regression": ("mse", False, "mse"),
+           "ranking": ("pairwise_accuracy", True, "pairwise_accuracy"),
+           "constraints": ("fraction_satisfied", True, "fraction_satisfied")}
 CLASSIFICATION = ("binary", "multiclass")
 C_MAX = 1024.0        # LIBLINEAR -C's largest C
 PATIENCE = 5          # doublings without a better score before the automatic search stops
@@ -275,11 +278,11 @@ def _prepare(data, problem, mode, controls, folds, jobs, where=None):
 
 
 def _cv_result(problem, outs):
-    key, _ = METRICS[problem.task]
+    name, _, key = METRICS[problem.task]
     values = tuple(float(s[key]) for s, _, _ in outs)
     figures = [f for _, f, _ in outs]
     std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return CVResult(metric=key, C=problem.C, folds=values, mean=float(np.mean(values)), std=std,
+    return CVResult(metric=name, C=problem.C, folds=values, mean=float(np.mean(values)), std=std,
                     details=tuple(s for s, _, _ in outs),
                     gaps=tuple(f["relative_gap"] for f in figures),
                     certified=all(f["certified"] for f in figures),
@@ -333,7 +336,8 @@ def geometric_grid(C_min, C_max, steps):
         raise OptionError(f"C_max {C_max:g} is below C_min {C_min:g}", "--C-max")
     if steps == 1:
         return [float(C_min)]
-    return [float(C_min * (C_max / C_min) ** (i / (steps - 1))) for i in range(steps)]
+    # 12 significant digits: a grid of 0.01 .. 10 is 0.01, 0.1, 1, 10, not 0.09999999999999998
+    return [float(f"{C_min * (C_max / C_min) ** (i / (steps - 1)):.12g}") for i in range(steps)]
 
 
 def smallest_useful_C(block, task, bias):
@@ -415,8 +419,9 @@ def c_path(data, problem: Optional[Problem] = None, mode=None, controls: Optiona
                                                   else point.cv.mean < result.best.cv.mean))
                 if better:
                     result.best, since_best = point, 0
-                else:
-                    since_best += 1
+                elif point.cv.mean != result.points[0].cv.mean:
+                    since_best += 1       # counted once the score has moved: a flat start (every
+                    # prediction the majority class at tiny C's) is not a plateau to stop on
             result.points.append(point)
             if on_point is not None:
                 on_point(point)

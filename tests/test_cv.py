@@ -96,7 +96,7 @@ def test_cross_validate_scores_a_fold_as_train_and_predict_do(tmp_path):
 
 @pytest.mark.parametrize("path,task,metric", [
     (PENDIGITS, "multiclass", "accuracy"), (CPUSMALL, "regression", "mse"),
-    (OHSUMED, "ranking", "pairwise_accuracy"), (CONLL, "sequence", "accuracy")])
+    (OHSUMED, "ranking", "pairwise_accuracy"), (CONLL, "sequence", "token_accuracy")])
 def test_every_task_has_its_metric(path, task, metric):
     result = svmtrain.cross_validate(path, svmtrain.Problem(task=task, C=0.1, epsilon=1e-2),
                                      folds=3)
@@ -237,3 +237,37 @@ def test_cli_help_lists_the_cross_validation_options():
     for flag in ("-v, --folds", "--jobs", "--C-path", "--C-min", "--C-max", "--C-steps", "--model",
                  "--json", "-c"):
         assert flag in r.output
+
+
+def _console_examples(path):
+    """(command, expected stdout) of every `$ ` line in the ```console blocks of a Markdown file."""
+    examples, block, command = [], False, None
+    for line in open(path).read().splitlines():
+        if line.startswith("```"):
+            block = line == "```console"
+            command = None
+            continue
+        if not block:
+            continue
+        if line.startswith("$ "):
+            command = [line[2:], []]
+            examples.append(command)
+        elif command is not None:
+            command[1].append(line)
+    return [(c, "\n".join(out)) for c, out in examples]
+
+
+def test_user_guide_examples_print_what_the_guide_shows(tmp_path):
+    """docs/cv.md's console examples, run from a copy of the repository root's layout."""
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(__file__), "..")
+    os.symlink(os.path.abspath(os.path.join(root, "data")), tmp_path / "data")
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    examples = _console_examples(os.path.join(root, "docs", "cv.md"))
+    assert len(examples) >= 8
+    for command, expected in examples:
+        r = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, (command, r.stderr)
+        assert r.stdout.rstrip("\n") == expected, command
