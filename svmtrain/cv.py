@@ -226,8 +226,12 @@ class _Runner:
         if jobs > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
-            self.pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_set_data, initargs=(block, name, fold))
+            # fork where there is one: the workers inherit the data instead of receiving a copy,
+            # and a caller's script needs no `if __name__ == "__main__"` guard (spawn re-runs it)
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self.pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_set_data,
+                                            initargs=(block, name, fold))
 
     def map(self, jobs):
         if self.pool is None:
@@ -431,9 +435,12 @@ def c_path(data, problem: Optional[Problem] = None, mode=None, controls: Optiona
         runner.close()
     if model_file is not None:
         from svmtrain.data import MemorySource
-        from svmtrain.pipeline import TrainingRun, run_training
-        result.model, _ = run_training(TrainingRun(
+        from svmtrain.pipeline import TrainingRun, run_training, write_model_file
+        model, stats = run_training(TrainingRun(
             source=MemorySource([block], name=name), problem=replace(problem, C=result.best.C),
-            mode=mode, controls=controls, where=where, model_file=model_file,
-            model_format=model_format, on_warning=on_warning))
+            mode=mode, controls=controls, where=where, on_warning=on_warning))
+        if stats.interrupted:         # a model cut short is not the best C's: write nothing
+            raise KeyboardInterrupt
+        write_model_file(model, model_file, model_format)
+        result.model = model
     return result

@@ -94,8 +94,6 @@ def cv(data_file, folds, jobs, c_path, c_min, c_max, c_steps, model_file, as_jso
                             start=c_min if Cs is None else None,
                             C_max=1024.0 if c_max is None else c_max, model_file=model_file,
                             model_format=model_format, on_point=show, on_warning=warn)
-        if result.model is not None and result.model.stats.interrupted:
-            raise KeyboardInterrupt
     if as_json:
         click.echo(json.dumps(result.as_json()))
         return
