@@ -186,7 +186,8 @@ def _split(k):
         if k is None:
             train, test = block, None
         else:
-            train, test = _rows(block, np.flatnonzero(fold != k)), _rows(block, np.flatnonzero(fold == k))
+            train = _rows(block, np.flatnonzero(fold != k))
+            test = _rows(block, np.flatnonzero(fold == k))
         _data["split"][k] = (MemorySource([train], name=_data["name"]), test)
     return _data["split"][k]
 
@@ -364,12 +365,12 @@ def c_path(data, problem: Optional[Problem] = None, mode=None, controls: Optiona
 
     Cs: the C's (sorted ascending; e.g. geometric_grid(2**-6, 2**6, 13)), or None for LIBLINEAR
     -C's automatic search (needs folds): from `start` (default smallest_useful_C), doubling
-    until the mean score has not improved for `patience` doublings or C exceeds C_max. folds: K to score each C by
-    K-fold cross-validation (the folds' paths run in `jobs` processes), None to train on all the
-    data and report each point's certificate. warm=False trains every point from scratch (the
-    same optima, within their gaps). model_file: write the model at the best C (trained on all
-    the data) there, also returned as PathResult.model. on_point(PathPoint) is called as points
-    finish. problem.C is ignored.
+    until the mean score has not improved for `patience` doublings or C exceeds C_max.
+    folds: K to score each C by K-fold cross-validation (the folds' paths run in `jobs`
+    processes), None to train on all the data and report each point's certificate.
+    warm=False trains every point from scratch (the same optima, within their gaps).
+    model_file: write the model at the best C (trained on all the data) there, also returned as
+    PathResult.model. on_point(PathPoint) is called as points finish. problem.C is ignored.
     """
     problem, mode, controls, where, block, name = _prepare(data, problem, mode, controls, folds,
                                                            jobs, where)

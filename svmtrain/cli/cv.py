@@ -62,7 +62,8 @@ def cv(data_file, folds, jobs, c_path, c_min, c_max, c_steps, model_file, as_jso
         raise click.BadParameter("--C-path chooses C: bound it with --C-min and --C-max",
                                  param_hint="-c")
     if c_steps is not None and (c_min is None or c_max is None):
-        raise click.BadParameter("a grid of N C's needs --C-min and --C-max", param_hint="--C-steps")
+        raise click.BadParameter("a grid of N C's needs --C-min and --C-max",
+                                 param_hint="--C-steps")
     if model_file is not None and not c_path:
         raise click.BadParameter("writes the model at the best C: give --C-path (or train the "
                                  "model with `svmtrain train`)", param_hint="--model")
