@@ -216,10 +216,10 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
     if isinstance(mode, OneSlack):   # its state is its working set of planes, not the controls' alphas
         solver_options = mode.solver_options()
         solver_options["threads"] = run.where.threads or 1
-    elif run.hot_start is not None:
-        solver_options["hot_start"] = run.hot_start
         state_files = {k: c[k] for k in ("save_state_file", "warm_start_file")}
         c.update(save_state_file=None, warm_start_file=None)
+    elif run.hot_start is not None:
+        solver_options["hot_start"] = run.hot_start
     controls = read_controls(p.task, p.zero_based, c)     # control files, before the data
     saved = state_files and state_files["save_state_file"]
     if saved and not os.path.isdir(os.path.dirname(os.path.abspath(saved))):
