@@ -377,6 +377,8 @@ BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": benc
 GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
           "oneslack": list(oneslack.BENCHMARKS),
           "controls": list(controls.BENCHMARKS)}
+import cvbench  # noqa: E402  (the group `cv`: cross-validation and the C path)
+BENCHMARKS.update(cvbench.BENCHMARKS); GROUPS["cv"] = list(cvbench.BENCHMARKS)  # noqa: E702
 
 
 def main(argv=None):

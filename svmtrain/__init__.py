@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "train": "svmtrain.api", "predict": "svmtrain.api", "verify_bound": "svmtrain.api",
+    "cross_validate": "svmtrain.api", "c_path": "svmtrain.api",
     "Certificate": "svmtrain.api", "Verification": "svmtrain.api", "Predictions": "svmtrain.api",
     "Problem": "svmtrain.options", "NSlack": "svmtrain.options", "OneSlack": "svmtrain.options",
     "OnlineDual": "svmtrain.options", "Budgeted": "svmtrain.options",

@@ -5,6 +5,8 @@
     model.certificate            # Certificate(primal, dual, relative_gap, examples)
     model.save("heart.model")
     svmtrain.verify_bound(model, "data/heart_scale").certified
+    svmtrain.cross_validate("data/heart_scale", svmtrain.Problem(C=1.0), folds=5).mean
+    svmtrain.c_path("data/heart_scale", folds=5).best.C      # LIBLINEAR -C's search
 
 Data is a path (plain, .gz/.bz2/.xz, or "-" for standard input), in-memory arrays `(X, y)` or
 `(X, y, qid)` (X a scipy sparse matrix or a 2-d numpy array, columns 0-based), or an iterable of
@@ -26,7 +28,7 @@ from svmtrain.errors import InputError
 from svmtrain.options import (Budgeted, Controls, Dask, Local, NSlack, OneSlack, OnlineDual,
                               OptionError, Problem)
 
-__all__ = ["train", "predict", "verify_bound", "Certificate", "Predictions", "Verification",
+__all__ = ["train", "predict", "verify_bound", "cross_validate", "c_path", "Certificate", "Predictions", "Verification",
            "as_source", "Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls",
            "Local", "Dask"]
 
@@ -356,3 +358,29 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
     return Verification(primal=P.primal, dual=D, relative_gap=rel, examples=P.examples,
                         tolerance=tol, certified=consistent and rel <= tol, consistent=consistent,
                         warnings=tuple(warnings))
+
+
+def cross_validate(data, problem: Optional[Problem] = None, mode=None,
+                   controls: Optional[Controls] = None, *, folds=5, seed=1, jobs=1, where=None,
+                   on_warning=None):
+    """K-fold cross-validation (`svmtrain cv -v K`): a CVResult with the task's metric per fold,
+    its mean and standard deviation. Folds are stratified by label for classification and never
+    split a qid (ranking, constraints) or a sentence (sequence); `seed` shuffles them; `jobs`
+    processes train folds at once, with the same result for any number. See svmtrain.cv."""
+    from svmtrain import cv
+    return cv.cross_validate(data, problem, mode, controls, folds=folds, seed=seed, jobs=jobs,
+                             where=where, on_warning=on_warning)
+
+
+def c_path(data, problem: Optional[Problem] = None, mode=None, controls: Optional[Controls] = None,
+           *, Cs=None, folds=None, seed=1, jobs=1, where=None, start=None, C_max=1024.0,
+           patience=5, warm=True, model_file=None, model_format="svmtrain", on_point=None, on_warning=None):
+    """A path over C (`svmtrain cv --C-path`): each n-slack point hot-started from the previous
+    C's dual state and trained to problem.epsilon, scored by K-fold cross-validation with
+    `folds`. Cs: ascending C's, or None for LIBLINEAR -C's automatic start and doubling (needs
+    folds). Returns a PathResult (points, best, and the best C's model when model_file is given).
+    See svmtrain.cv."""
+    from svmtrain import cv
+    return cv.c_path(data, problem, mode, controls, Cs=Cs, folds=folds, seed=seed, jobs=jobs,
+                     where=where, start=start, C_max=C_max, patience=patience, warm=warm, model_file=model_file,
+                     model_format=model_format, on_point=on_point, on_warning=on_warning)

@@ -52,6 +52,7 @@ class RunStats:
     passes: Optional[int] = None          # online-dual: the passes completed
     chosen_because: Optional[str] = None  # why --mode auto chose the mode (None: it was given)
     late_warnings: list = field(default_factory=list)   # shown after the summary, not during the run
+    dual_state: object = None             # n-slack: its final dual state in memory (a HotStart)
 
 
 @dataclass
@@ -70,6 +71,8 @@ class TrainingRun:
     show_progress: bool = False
     on_epoch: Optional[Callable] = None   # called with each trace record
     on_warning: Optional[Callable] = None  # called with each warning as it happens
+    hot_start: object = None              # n-slack: an earlier run's HotStart on the same rows
+    keep_dual_state: bool = False         # n-slack: keep the final HotStart in stats.dual_state
 
 
 def state_mode(path):
@@ -231,6 +234,8 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
         solver_options["threads"] = run.where.threads or 1
         state_files = {k: c[k] for k in ("save_state_file", "warm_start_file")}
         c.update(save_state_file=None, warm_start_file=None)
+    elif run.hot_start is not None:
+        solver_options["hot_start"] = run.hot_start
     controls = read_controls(p.task, p.zero_based, c)     # control files, before the data
     saved = state_files and state_files["save_state_file"]
     if saved and not os.path.isdir(os.path.dirname(os.path.abspath(saved))):
@@ -293,6 +298,9 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
     else:
         state = controlled.save_state(result, left)
     stats.state_file = state
+    if name == "n-slack" and run.keep_dual_state:
+        from svmtrain.solvers.nslack import HotStart
+        stats.dual_state = HotStart.of(result, p.C)
     stats.epochs, stats.rounds = result.epochs, result.rounds
     stats.converged, stats.interrupted = result.converged, result.interrupted
     if result.interrupted:

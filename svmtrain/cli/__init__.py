@@ -22,7 +22,8 @@ COMMANDS = {"train": ("svmtrain.cli.train", "train", "Learn a model from TRAIN_F
             "predict": ("svmtrain.cli.predict", "predict",
                         "Predict TEST_FILE with MODEL_FILE (ours or LIBLINEAR's), one line per example to OUTPUT."),
             "verify-bound": ("svmtrain.cli.verify", "verify_bound",
-                             "Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the model's dual D, a lower bound on the optimum: OPT lies in [D, P].")}
+                             "Compute the true primal P(w) of MODEL_FILE on DATA_FILE in one pass and compare it with the model's dual D, a lower bound on the optimum: OPT lies in [D, P]."),
+            "cv": ("svmtrain.cli.cv", "cv", "Cross-validate a training setup on DATA_FILE, or choose its C.")}
 
 
 class LazyGroup(click.Group):

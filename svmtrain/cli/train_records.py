@@ -20,7 +20,8 @@ def records(ctx, params):
         owners = {MODE_FLAGS[name][1] for name in given if name in MODE_FLAGS and name != "threads"}
         if len(owners) == 1 and controls.warm_start is None:
             requested = owners.pop()
-    mode, _, reason = resolve_mode(requested, controls, params["task"], params["train_file"])
+    data = params.get("train_file", params.get("data_file"))
+    mode, _, reason = resolve_mode(requested, controls, params["task"], data)
     task = params["task"]
     if params["task_module"] is None and (params["task_options"] or params["latent_rounds"]):
         raise click.BadParameter("--task-option and --latent-rounds need --task-module",

@@ -60,14 +60,59 @@ def _cache(problem, cons):
 INNER_EPOCHS = 10
 
 
+@dataclass
+class HotStart:
+    """The dual state an n-slack run ends with, kept in memory to start the next run on the same
+    rows, task and controls at another C (a path over C, svmtrain.cv): the in-process form of a
+    --save-state file, with no file and no matching of constraints by key, since the problem
+    lists the same constraints in the same order (only C_i changes).
+
+    The next run starts at alpha * C_new / C_old, as --warm-start does: feasible for the new box
+    (sum_j alpha_ij <= C_i scales with C), and w(alpha) scales with it, so the start is the old
+    optimum's direction at the new C's scale. A cutting-plane run passes its cache, rebuilt over
+    the same rows; a listed run its shrinking thresholds (every constraint is known: the case the
+    state's hot start keeps them for)."""
+
+    C: float
+    alpha: np.ndarray
+    thresholds: tuple = (np.inf, np.inf)
+    cache: object = None           # the cutting-plane cache (Constraints), alpha's order
+
+    @classmethod
+    def of(cls, result, C):
+        return cls(C, np.asarray(result.alpha, np.float64), result.thresholds,
+                   getattr(result, "cache", None))
+
+    def listed_start(self, cons, C):
+        """(alpha0, shrink0) for the listed constraints of the new problem."""
+        if self.cache is not None or len(self.alpha) != cons.size:
+            raise ValueError(f"a hot start of {len(self.alpha)} listed constraints cannot start a "
+                             f"problem of {cons.size}")
+        return self.alpha * (C / self.C), self.thresholds
+
+    def start_cache(self, problem, C):
+        """The cutting-plane cache with alpha0 = alpha * C / C_old (None: nothing cached)."""
+        if self.cache is None or not self.cache.size:
+            return None
+        from svmtrain.engine import ConstraintCache
+        cons = self.cache.select(np.ones(self.cache.size, bool))
+        cons.alpha0 = self.alpha * (C / self.C)
+        # the engine's projection onto the new box is the start (a changed C_i clips)
+        cons.alpha0 = ConstraintCache.from_problem(problem, cons).engine(cons.alpha0).alpha
+        return cons
+
+
 def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrinking=True,
-                 on_epoch=None, inactive_rounds=50):
+                 on_epoch=None, inactive_rounds=50, hot_start=None):
     """Listing: at most `max_epochs` engine epochs. Cutting planes: at most `max_epochs` rounds
-    (oracle passes over the data), each re-solving the cache in at most INNER_EPOCHS epochs."""
+    (oracle passes over the data), each re-solving the cache in at most INNER_EPOCHS epochs.
+    hot_start: a HotStart of an earlier run on the same rows, task and controls (another C)."""
     started = time.perf_counter()
     geometry = Geometry(block.n_features, bias)
     problem = task.problem(block, path, C, geometry)
     listed = task.all_constraints(problem, block)
+    if listed is not None and hot_start is not None:
+        listed.alpha0, listed.shrink0 = hot_start.listed_start(listed, C)
     if listed is not None:
         sol = solve(_cache(problem, listed), epsilon=epsilon, max_epochs=max_epochs, seed=seed,
                     shrinking=shrinking, on_epoch=on_epoch)
@@ -81,11 +126,12 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
                            interrupted=sol.interrupted, listed=listed, thresholds=sol.thresholds)
     return _cutting_planes(task, block, path, problem, geometry, C=C, epsilon=epsilon,
                            max_epochs=max_epochs, seed=seed, shrinking=shrinking,
-                           on_epoch=on_epoch, inactive_rounds=inactive_rounds, started=started)
+                           on_epoch=on_epoch, inactive_rounds=inactive_rounds, started=started,
+                           hot_start=hot_start)
 
 
 def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epochs, seed,
-                    shrinking, on_epoch, inactive_rounds, started):
+                    shrinking, on_epoch, inactive_rounds, started, hot_start=None):
     n = problem.n_examples
     cache = Constraints.empty()
     alpha = np.zeros(0)
@@ -93,8 +139,11 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
     D = 0.0
     # a hot start (--warm-start): the cache of an earlier run, its alphas projected on this
     # problem's bounds; the first oracle pass then prices its w and adds what is still violated
-    start = getattr(task, "start_cache", None)
-    start = start(problem, block) if start is not None else None
+    if hot_start is not None:
+        start = hot_start.start_cache(problem, C)
+    else:
+        start = getattr(task, "start_cache", None)
+        start = start(problem, block) if start is not None else None
     if start is not None and start.size:
         cache, alpha = start, start.alpha0
         engine = _cache(problem, cache).engine(alpha)
