@@ -79,7 +79,7 @@ def cv(data_file, folds, jobs, c_path, c_min, c_max, c_steps, model_file, as_jso
             click.echo(f"svmtrain: warning: {message}", err=True)
 
     with user_errors():
-        problem, mode, controls, where, _ = records(ctx, params)
+        problem, mode, controls, where, _ = records(ctx, dict(params, data_file=data_file))
         if not c_path:
             result = api.cross_validate(data_file, problem, mode, controls, folds=folds,
                                         seed=problem.seed, jobs=jobs, where=where,
