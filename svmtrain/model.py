@@ -956,6 +956,18 @@ def _checked_weights(model: Model, shape: tuple) -> np.ndarray:
 
 def format_model(model: Model, path: str = "<model>") -> str:
     """The text of `model` in our format (version 1). Raises ModelError naming `path` if invalid."""
+    return "".join(model_text_chunks(model, path))
+
+
+#: weights formatted per piece of text by model_text_chunks: the strings of a whole sector or
+#: sequence model (millions of weights) at once took 355 MB at the peak of a 486 MB training run
+WEIGHTS_PER_CHUNK = 65536
+
+
+def model_text_chunks(model: Model, path: str = "<model>"):
+    """The text of `model` (format_model's, the same bytes) as an iterator of pieces, the
+    weights WEIGHTS_PER_CHUNK at a time. The model is validated before the first piece is made:
+    ModelError (naming `path`) is raised by this call, not while iterating."""
     lines = [f"{MAGIC} {VERSION}"]
     values = {}
     try:
@@ -990,25 +1002,38 @@ def format_model(model: Model, path: str = "<model>") -> str:
     except _Bad as e:
         raise ModelError(path, None, f"cannot write model: {e}") from None
     if values["mode"] in KERNEL_MODES:
-        return "\n".join(lines + body + ["end"]) + "\n"
+        return iter(["\n".join(lines + body + ["end"]) + "\n"])
 
     flat = w.ravel()
     nonzero = np.flatnonzero(flat.view(np.int64))  # bit pattern, so -0.0 is kept
-    if 2 * nonzero.size < flat.size:
+    sparse = 2 * nonzero.size < flat.size
+    if sparse:
         lines.append(f"weights sparse {nonzero.size}")
-        lines.extend(f"{j}:{x!r}" for j, x in zip(nonzero.tolist(), flat[nonzero].tolist()))
     else:
         lines.append(f"weights dense {_fmt_shape(w.shape)}")
-        lines.extend(map(repr, flat.tolist()))
-    lines.append("end")
-    return "\n".join(lines) + "\n"
+    return _weight_chunks("\n".join(lines) + "\n", flat, nonzero if sparse else None)
+
+
+def _weight_chunks(head, flat, nonzero):
+    yield head
+    n = flat.size if nonzero is None else nonzero.size
+    for a in range(0, n, WEIGHTS_PER_CHUNK):
+        if nonzero is None:
+            part = map(repr, flat[a:a + WEIGHTS_PER_CHUNK].tolist())
+        else:
+            at = nonzero[a:a + WEIGHTS_PER_CHUNK]
+            part = (f"{j}:{x!r}" for j, x in zip(at.tolist(), flat[at].tolist()))
+        yield "\n".join(part) + "\n"
+    yield "end\n"
 
 
 def write_model(model: Model, path, *, force: bool = True) -> None:
-    """Write `model` in our format, atomically (`-` = stdout); validates before touching `path`."""
-    text = format_model(model, str(path))
+    """Write `model` in our format, atomically (`-` = stdout); validates before touching `path`.
+    The weights are formatted and written a chunk at a time (model_text_chunks)."""
+    chunks = model_text_chunks(model, str(path))
     with atomic_output(path, "w", force=force) as f:
-        f.write(text)
+        for chunk in chunks:
+            f.write(chunk)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ binary this is LIBLINEAR's dual coordinate descent. Otherwise the cache is grown
             pass also gives the exact primal P(w)
         stop when (P - D) / P <= epsilon  (D: the cache's dual value, a lower bound on OPT)
         add each worst offender violated by more than its example's slack in the cache
-        drop constraints whose alpha has been 0 for `inactive_rounds` rounds
+        drop constraints whose alpha has been 0 for `inactive_rounds` rounds (the task's own
+            `inactive_rounds` when it has one: see svmtrain.tasks.sequence)
         re-solve the cache with the engine, hot-started, to a tolerance tightened as P - D shrinks
 """
 
@@ -133,6 +134,7 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
 def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epochs, seed,
                     shrinking, on_epoch, inactive_rounds, started, hot_start=None):
     n = problem.n_examples
+    inactive_rounds = getattr(task, "inactive_rounds", inactive_rounds)
     cache = Constraints.empty()
     alpha = np.zeros(0)
     w = np.zeros(problem.n_w)
@@ -216,8 +218,25 @@ def _gradients(problem, cons, w):
 
 
 def _not_cached(cache, worst):
-    """True for offenders whose (example, key) is not in the cache yet."""
+    """True for offenders whose (example, key) is not in the cache yet.
+
+    One sort of the cached and the new pairs together (arrays, not a Python set of the cache's
+    pairs: with hundreds of thousands of cached constraints the set's tuples cost more memory than
+    the constraints' own arrays): a new pair is cached when the pair sorted just before it, cached
+    ones first on ties, is equal to it and cached."""
     if not cache.size:
         return np.ones(worst.size, bool)
-    have = set(zip(cache.group.tolist(), cache.key.tolist()))
-    return np.array([(g, k) not in have for g, k in zip(worst.group.tolist(), worst.key.tolist())])
+    m = cache.size
+    group = np.concatenate([cache.group, worst.group])
+    key = np.concatenate([cache.key, worst.key])
+    new = np.arange(m + worst.size) >= m
+    order = np.lexsort((new, key, group))
+    g, k, is_new = group[order], key[order], new[order]
+    # after the sort, a pair's equal cached pair (if any) is in the run of equal pairs before it
+    same = np.zeros(len(order), bool)
+    same[1:] = (g[1:] == g[:-1]) & (k[1:] == k[:-1])
+    run_start = np.maximum.accumulate(np.where(~same, np.arange(len(order)), 0))
+    cached_run = ~is_new[run_start]       # the run's first entry is cached: the pair is
+    fresh = np.empty(worst.size, bool)
+    fresh[order[is_new] - m] = ~cached_run[is_new]
+    return fresh

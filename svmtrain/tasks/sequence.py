@@ -34,6 +34,17 @@ def labelling_key(tags):
     return (zlib.crc32(raw) << 31) ^ zlib.adler32(raw)
 
 
+def labelling_keys(tags, seq_ptr):
+    """labelling_key of every sentence's tags (seq_ptr: the sentences' row pointers), as int64:
+    the checksums run over slices of one byte buffer, with no array made per sentence."""
+    raw = memoryview(np.ascontiguousarray(tags, dtype=np.int64)).cast("B")
+    crc32, adler32 = zlib.crc32, zlib.adler32
+    bounds = (8 * np.asarray(seq_ptr, dtype=np.int64)).tolist()
+    return np.fromiter(((crc32(raw[a:b]) << 31) ^ adler32(raw[a:b])
+                        for a, b in zip(bounds[:-1], bounds[1:])), dtype=np.int64,
+                       count=len(bounds) - 1)
+
+
 def sentences(block, path):
     """seq_ptr (n_sentences + 1) of the runs of equal qid; every line needs a qid, and a sentence's
     lines must be consecutive."""
@@ -63,6 +74,15 @@ class Sequence(LabelledTask):
     examples_are = "sentences"
     default_loss = "hamming"
     label_noun, labels_noun = "tag", "tags"
+    #: n-slack cutting planes drop a cached labelling once its alpha has been 0 for this many
+    #: rounds (the solver's default is 50). A labelling's constraint holds two terms per mistaken
+    #: token and its transition counts, and the early ones (w near 0: nearly every token wrong) are
+    #: the largest and soon idle for good: on 3,000 sentences of UD English EWT at C 0.1, after 15
+    #: rounds 14% of the 39k cached constraints had alpha > 0, holding 9% of their 1.7M terms. At 2
+    #: the run to -e 1e-3 takes the same 44 rounds and CPU time as at 5 (25 s), with 30k constraints
+    #: cached at the end against 80k at 50, and a peak RSS of 159 MB against 328 MB; a dropped
+    #: labelling that is violated again is simply added again.
+    inactive_rounds = 2
 
     @classmethod
     def from_training_data(cls, block, path, options=None):
@@ -91,11 +111,15 @@ class Sequence(LabelledTask):
         return C * sentence_costs(block, "")
 
     def problem(self, block, path, C, geometry):
+        """The row store is the block's rows and one extra "unit row" (a single 1.0 in column 0):
+        transition counts are terms on it. Appending copies the rows, so the block's arrays are
+        then made views of the store's (the same values): the rows are held once, not twice, at
+        the peak of a training run (on UD English EWT 3.1M nonzeros, 50 MB)."""
         seq_ptr = sentences(block, path)
-        # one extra "unit row" (a single 1.0 in column 0): transition counts are terms on it
         indptr = np.append(block.indptr, block.indptr[-1] + 1)
         indices = np.append(block.indices, 0)
         data = np.append(block.data, 1.0)
+        block.indptr, block.indices, block.data = indptr[:-1], indices[:-1], data[:-1]
         return Problem(indptr, indices, data, max(geometry.n_cols, 1), self.n_weights(geometry),
                        geometry.bias, C * sentence_costs(block, path), path, stride=self.K)
 
@@ -156,8 +180,7 @@ class Sequence(LabelledTask):
         term_bias = np.concatenate([np.ones(len(e_row), bool), np.zeros(len(t_sent), bool)])[order]
         tptr = np.concatenate(([0], np.cumsum(np.bincount(t_all_sent, minlength=n_seq)))).astype(np.int64)
         margin = delta   # l = Delta under both rescalings; slack rescaling scales x by Delta
-        key = np.array([labelling_key(yhat[a:b]) for a, b in zip(seq_ptr[:-1], seq_ptr[1:])],
-                       dtype=np.int64)
+        key = labelling_keys(yhat, seq_ptr)
         return Constraints(tptr, term_row.astype(np.int64), term_scale, term_offset.astype(np.int64),
                            term_bias, margin.astype(np.float64), np.arange(n_seq, dtype=np.int64), key)
 

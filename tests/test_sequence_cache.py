@@ -1,0 +1,81 @@
+"""The sequence task's cutting-plane cache: what it keeps at the peak and how it tells labellings
+apart (svmtrain.tasks.sequence, svmtrain.solvers.nslack)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from svmtrain import data, objective
+from svmtrain.engine import relative_gap
+from svmtrain.solvers.nslack import _not_cached, train_nslack
+from svmtrain.tasks import task_class
+from svmtrain.tasks.base import Constraints, Geometry
+from svmtrain.tasks.sequence import Sequence, labelling_key, labelling_keys
+
+CONLL = Path(__file__).resolve().parent.parent / "data" / "conll2000.train.svm"
+
+
+def _keyed(group, key):
+    m = len(group)
+    return Constraints(np.arange(m + 1, dtype=np.int64), np.zeros(m, np.int64), np.ones(m),
+                       np.zeros(m, np.int64), np.zeros(m, bool), np.ones(m),
+                       np.asarray(group, np.int64), np.asarray(key, np.int64))
+
+
+def test_not_cached_is_membership_of_the_pair():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        cache = _keyed(rng.integers(0, 6, 40), rng.integers(-3, 3, 40))
+        worst = _keyed(rng.integers(0, 7, 25), rng.integers(-3, 4, 25))
+        have = set(zip(cache.group.tolist(), cache.key.tolist()))
+        expected = [(g, k) not in have for g, k in zip(worst.group.tolist(), worst.key.tolist())]
+        assert _not_cached(cache, worst).tolist() == expected
+    # keys that agree and groups that differ (and the reverse) are different constraints
+    cache = _keyed([0, 1], [7, 8])
+    assert _not_cached(cache, _keyed([1, 0, 0, 1], [7, 8, 7, 8])).tolist() == [True, True, False, False]
+    assert _not_cached(Constraints.empty(), _keyed([0], [1])).tolist() == [True]
+
+
+def test_labelling_keys_are_the_per_sentence_keys():
+    rng = np.random.default_rng(5)
+    tags = rng.integers(0, 17, 500)
+    ptr = np.array([0, 0, 1, 9, 9, 250, 500])
+    expected = [labelling_key(tags[a:b]) for a, b in zip(ptr[:-1], ptr[1:])]
+    assert labelling_keys(tags, ptr).tolist() == expected
+
+
+def test_problem_holds_the_rows_once():
+    block = data.load(str(CONLL))
+    fresh = data.load(str(CONLL))
+    task = task_class("sequence").from_training_data(block, str(CONLL))
+    problem = task.problem(block, str(CONLL), 0.1, Geometry(block.n_features))
+    # the block now reads the store's rows: the same values, one copy
+    assert np.shares_memory(block.data, problem.data)
+    assert np.shares_memory(block.indices, problem.indices)
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(block, name), getattr(fresh, name))
+    # and the store is the rows plus the unit row
+    assert problem.indptr[-1] - problem.indptr[-2] == 1
+    assert problem.indices[-1] == 0 and problem.data[-1] == 1.0
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_dropping_idle_labellings_keeps_the_optimum(monkeypatch, rescaling):
+    """Fewer constraints cached, the same optimum: each run's certified interval [D, P] holds the
+    other's primal, and the early dropping keeps fewer labellings."""
+    runs = {}
+    for rounds in (50, Sequence.inactive_rounds):
+        monkeypatch.setattr(Sequence, "inactive_rounds", rounds)
+        block = data.load(str(CONLL))
+        task = Sequence.from_training_data(block, str(CONLL), {"rescaling": rescaling})
+        r = train_nslack(task, block, str(CONLL), C=0.1, bias=None, epsilon=1e-3,
+                         max_epochs=300, seed=1)
+        assert r.converged and r.relative_gap <= 1e-3
+        # the certificate: P recomputed from the data, D from the alphas
+        P = objective.primal(task, r.w, r.geometry, 0.1, [data.load(str(CONLL))], str(CONLL)).primal
+        assert P == r.primal and relative_gap(P, r.dual) <= 1e-3
+        runs[rounds] = r
+    kept, dropped = runs[50], runs[Sequence.inactive_rounds]
+    assert dropped.dual <= kept.primal and kept.dual <= dropped.primal
+    assert dropped.constraints < kept.constraints
