@@ -124,8 +124,7 @@ def train_on_dask(s, train_file, model_file, task_name, C, epsilon, bias, seed, 
                    f"{result.relative_gap:.3g})", err=True)
         sys.exit(interrupt.exit_status())
     if not result.converged:
-        click.echo(f"svmtrain: warning: relative gap {result.relative_gap:.3g} is above epsilon "
-                   f"{epsilon:g} after {result.rounds} CoCoA+ rounds (--max-epochs)", err=True)
+        click.echo(f"svmtrain: warning: {result.note}", err=True)
     if not quiet:
         click.echo(f"svmtrain: {task_name} n-slack on Dask (CoCoA+, {result.partitions} partitions), "
                    f"{result.examples} {task.examples_are}, {result.geometry.n_cols} features: "
