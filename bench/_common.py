@@ -97,6 +97,14 @@ class Data:
                 shutil.copyfileobj(f, out, 1 << 20)
         return self._write(Path(rel).name, produce)
 
+    def source(self, rel):
+        """The shared file `rel` (e.g. 'conll2000/train.txt') as a group that reads it whole
+        should take it: here the xz itself (its readers decompress it on the fly)."""
+        src = self.shared / f"{rel}.xz"
+        if not src.exists():
+            raise SystemExit(f"bench: {src} not found (set --shared-data)")
+        return src
+
     def repeated(self, rel, k):
         """The file `rel` written k times over (same rows, k times as many)."""
         src = self.plain(rel)
@@ -233,7 +241,12 @@ class SmokeData(Data):
                         break
                     if i % stride == 0:
                         out.write(line)
-        return self._write(Path(rel).name, produce)
+        # named with its folder: conll2000/train.txt and ohsumed/train.txt are different files
+        return self._write(f"{Path(rel).parent.name}-{Path(rel).name}", produce)
+
+    def source(self, rel):
+        """The slice, where a full run reads the whole xz."""
+        return self.plain(rel)
 
 
 def write_svmlight(out, X, y):

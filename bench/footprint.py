@@ -200,10 +200,7 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn):
         table.notes.append("sequence rows (UD English EWT UPOS) left out: neither SVM_HMM_LEARN nor "
                            "python-crfsuite is available.")
         return
-    src = data.shared / "ud_english_ewt" / "en_ewt-ud-train.conllu.xz"
-    if not src.exists():
-        table.notes.append(f"sequence rows left out: {src} not found.")
-        return
+    src = data.source("ud_english_ewt/en_ewt-ud-train.conllu")
     if os.environ.get("FOOTPRINT_SEQUENCE", "1") == "0":
         table.notes.append("sequence rows left out: FOOTPRINT_SEQUENCE=0.")
         return
@@ -248,7 +245,8 @@ def _upos_columns(conllu, out):
     (multiword-token ranges n-m and empty nodes n.k are not words), a blank line after each
     sentence, comments dropped."""
     import lzma
-    with lzma.open(conllu, "rt", encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o:
+    opener = lzma.open if str(conllu).endswith(".xz") else open
+    with opener(conllu, "rt", encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o:
         for line in f:
             if line.startswith("#"):
                 continue
