@@ -7,10 +7,11 @@ Why whole processes: on the sets most users have, start-up (the interpreter, imp
 part of a run, and it is what a pipeline of many small trainings pays. The floor rows show what no
 Python program can go below here: `python -c pass` and `python -c "import numpy"`.
 
-Measurement: every run is a fresh child process started with subprocess.Popen and reaped with
-os.wait4, which returns that child's own rusage: ru_maxrss is its peak resident set (kB on Linux),
-and the wall clock runs from Popen to the reaping. No wrapper process is timed. Times are the best
-of `repeat` runs, peak memory the largest.
+Measurement: every run is a fresh child process under /usr/bin/time (a small C program; its
+fork+exec costs a millisecond), whose %M is the child's peak resident set; the wall clock runs
+around it. (Linux carries a peak RSS across exec: a child forked from the benchmark process itself
+would report at least that process's 140 MB.) Times are the best of `repeat` runs, peak memory
+the largest.
 
 Peers are programs built outside this repository (never committed); their paths come from the
 environment, and a row whose peer is absent is left out with a note:
@@ -25,6 +26,7 @@ The sequence rows (UD English EWT UPOS, minutes each) run only when a sequence p
 """
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,24 +60,45 @@ def has_crfsuite():
     return True
 
 
+#: the reaper: a small C program when there is one. Linux carries a process's peak RSS across
+#: exec, so a child forked from this process (numpy, scikit-learn loaded) would report at least
+#: this process's size; forked from /usr/bin/time it starts from a megabyte or two.
+TIME = "/usr/bin/time"
+_WRAPPER = ("import os, sys\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.execv(sys.argv[1], sys.argv[1:])\n"
+            "_, status, usage = os.wait4(pid, 0)\n"
+            "sys.stderr.write('\\n@@maxrss-kb %d\\n' % usage.ru_maxrss)\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+_RSS = re.compile(r"@@maxrss-kb (\d+)\s*$")
+
+
+def _reaped(argv):
+    """argv run under a small reaper that prints the child's peak RSS (kB) last on stderr."""
+    argv = [str(a) for a in argv]
+    if os.access(TIME, os.X_OK):
+        return [TIME, "-f", "@@maxrss-kb %M", *argv]
+    return [sys.executable, "-S", "-c", _WRAPPER, *argv]   # its own few MB are the floor then
+
+
 def measure(argv, repeat, *, cwd=None):
     """(best wall seconds, largest peak RSS in MB, stdout of the last run) of a fresh process."""
     walls, peaks, out = [], [], ""
     for _ in range(repeat):
         with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
             start = time.perf_counter()
-            proc = subprocess.Popen([str(a) for a in argv], env=pinned_env(), cwd=cwd or ROOT,
-                                    stdout=stdout, stderr=stderr)
-            _pid, status, usage = os.wait4(proc.pid, 0)
+            proc = subprocess.run(_reaped(argv), env=pinned_env(), cwd=cwd or ROOT, stdout=stdout,
+                                  stderr=stderr)
             walls.append(time.perf_counter() - start)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            peaks.append(usage.ru_maxrss / 1024.0)
             stdout.seek(0)
             stderr.seek(0)
-            out = stdout.read()
-            if proc.returncode != 0:
+            out, err = stdout.read(), stderr.read()
+            found = _RSS.search(err)
+            if proc.returncode != 0 or not found:
                 raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}:\n"
-                                   f"{stderr.read()[-2000:]}")
+                                   f"{err[-2000:]}")
+            peaks.append(int(found.group(1)) / 1024.0)
     return min(walls), max(peaks), out
 
 
