@@ -97,6 +97,14 @@ class Data:
                 shutil.copyfileobj(f, out, 1 << 20)
         return self._write(Path(rel).name, produce)
 
+    def source(self, rel):
+        """The shared file `rel` (e.g. 'conll2000/train.txt') as a group that reads it whole
+        should take it: here the xz itself (its readers decompress it on the fly)."""
+        src = self.shared / f"{rel}.xz"
+        if not src.exists():
+            raise SystemExit(f"bench: {src} not found (set --shared-data)")
+        return src
+
     def repeated(self, rel, k):
         """The file `rel` written k times over (same rows, k times as many)."""
         src = self.plain(rel)
@@ -195,6 +203,50 @@ class Data:
             X.sort_indices()
             write_svmlight(out, X, y)
         return self._write(name, produce)
+
+
+class Skip(Exception):
+    """A benchmark (or a part of one) that cannot run here: a peer or a data file is absent. The
+    runner reports the note instead of a table; it is not a failure."""
+
+
+#: --smoke: how many lines of each shared file the groups see
+SMOKE_LINES = 400
+#: --smoke: files whose first lines are all of one class are sampled every k-th line instead
+SMOKE_STRIDE = {"kddcup99/kddcup99": 1201}
+
+
+@dataclass
+class SmokeData(Data):
+    """Tiny data for `run.py --smoke`: every shared file cut to its first SMOKE_LINES lines (read
+    from the xz on the fly, in .cache/smoke/; a file in SMOKE_STRIDE: every k-th line). Every derived
+    file (kddcup99 binary, scaled copies, repeats) is built from these slices by Data's own code,
+    so the smoke run exercises the code the full run uses. A shared file that is absent makes
+    the group that needs it skip with a note (Skip)."""
+
+    cache: Path = field(default_factory=lambda: ROOT / ".cache" / "smoke")
+    lines: int = SMOKE_LINES
+
+    def plain(self, rel):
+        src = self.shared / f"{rel}.xz"
+        if not src.exists():
+            raise Skip(f"{src} not found (give --shared-data)")
+
+        stride = SMOKE_STRIDE.get(rel, 1)
+
+        def produce(out):
+            with lzma.open(src, "rb") as f:
+                for i, line in enumerate(f):
+                    if i >= self.lines * stride:
+                        break
+                    if i % stride == 0:
+                        out.write(line)
+        # named with its folder: conll2000/train.txt and ohsumed/train.txt are different files
+        return self._write(f"{Path(rel).parent.name}-{Path(rel).name}", produce)
+
+    def source(self, rel):
+        """The slice, where a full run reads the whole xz."""
+        return self.plain(rel)
 
 
 def write_svmlight(out, X, y):
@@ -315,7 +367,9 @@ def write_results(directory, env, options, tables):
                                        "notes": t.notes, "summary": t.summary,
                                        "records": t.records} for t in tables}}
     _atomic_text(directory / "latest.json", json.dumps(payload, indent=1, default=_jsonable) + "\n")
-    head = [f"# svmtrain benchmarks ({'quick subsets' if options['quick'] else 'full run'})", "",
+    kind = ("smoke run: tiny slices, no figure judged" if options.get("smoke") else
+            "quick subsets" if options["quick"] else "full run")
+    head = [f"# svmtrain benchmarks ({kind})", "",
             f"- command: `{options['command']}`",
             f"- date: {env['date']}; commit {env['commit']}"
             + (f" with uncommitted changes to {', '.join(l[3:] for l in env['uncommitted_changes'])}"
@@ -323,7 +377,8 @@ def write_results(directory, env, options, tables):
             f"- machine: {env['processor']}, {env['cpus']} cpus; python {env['python']}, "
             f"numpy {env['numpy']}, scikit-learn {env['scikit-learn']}, "
             f"liblinear-official {env['liblinear-official']}; BLAS/OpenMP threads pinned to 1",
-            f"- each time is the best of {options['repeat']} runs", ""]
+            f"- each time is the best of {options['repeat']} runs"]
+    head += [f"- skipped {note}" for note in options.get("skipped", [])] + [""]
     _atomic_text(directory / "latest.md", "\n".join(head) + "\n" +
                  "\n\n".join(t.markdown() for t in tables) + "\n")
 

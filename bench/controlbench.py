@@ -140,7 +140,7 @@ def bench_warm_start(data, quick, repeat):
     conll = data.cache / "conll2000.train.svm"
     if not conll.exists():      # as bench/oneslackbench.py makes it
         run_child([BIN / "svmtools", "conll2svm", "--new-dictionary", data.cache / "conll2000.dict",
-                   data.shared / "conll2000" / "train.txt.xz", conll])
+                   data.source("conll2000/train.txt"), conll])
     # C = 0.1 as in bench/oneslackbench.py (at C = 1 the first sentences are separable: C = 1.5
     # has the same optimum)
     sets.append(("conll2000 (first 4000 tokens)", "sequence", data.head(conll, 4000), 1e-2, 1500,

@@ -72,7 +72,7 @@ def _sets(data, quick):
         # the features this group's figures were measured with (before --column-window 2
         # --column-ngrams 2 became the default): the cached file keeps its name
         run_child([BIN / "svmtools", "conll2svm", "--column-window", "1", "--column-ngrams", "1",
-                   "--new-dictionary", d, data.shared / "conll2000" / "train.txt.xz", conll])
+                   "--new-dictionary", d, data.source("conll2000/train.txt"), conll])
     sets = [("a9a", "binary", data.plain("a9a/a9a"), ["-B", "1"], 1e-3),
             ("pendigits /100", "multiclass", data.scaled("pendigits/pendigits", "pendigits.s100",
                                                          by=100), ["-B", "1"], 1e-3),

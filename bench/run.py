@@ -1,13 +1,14 @@
 """svmtrain against its peers (scikit-learn, LIBLINEAR): speed as ratios measured side by side in
 one run, never asserted. See bench/README.md.
 
-    python bench/run.py [--shared-data DIR] [--only NAME[,NAME]] [--quick] [--repeat N]
+    python bench/run.py [--shared-data DIR] [--only NAME[,NAME]] [--quick | --smoke] [--repeat N]
 
 Benchmarks: reader, solver, end-to-end, plateau, the group `tasks` (multiclass, regression,
 ranking, sequence; bench/taskbench.py), `oneslack` (agreement, scaling, speed, threads of the
 1-slack mode; bench/oneslackbench.py), `budgeted` (BSCA, BSGD, SVC; bench/budgetbench.py),
-`controls` (bench/controlbench.py), `online` (the online-dual mode; bench/onlinebench.py) and `dask`
-(1 and 2 Dask workers; bench/daskbench.py). Prints
+`controls` (bench/controlbench.py), `online` (the online-dual mode; bench/onlinebench.py), `dask`
+(1 and 2 Dask workers; bench/daskbench.py) and `footprint` (whole-process time and peak memory
+against the peers' command-line programs; bench/footprint.py). Prints
 one table per benchmark and writes
 bench/results/latest.json and latest.md.
 """
@@ -25,6 +26,7 @@ import re  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -33,11 +35,12 @@ import budgetbench  # noqa: E402
 import controlbench as controls  # noqa: E402
 import daskbench  # noqa: E402
 import modebench  # noqa: E402
+import footprint  # noqa: E402
 import oneslackbench as oneslack  # noqa: E402
 import onlinebench as online  # noqa: E402
 import taskbench as tasks  # noqa: E402
-from _common import (BIN, PEERS, ROOT, Data, Table, best_of, environment, fr, fs,  # noqa: E402
-                     run_timed, warm, write_results)
+from _common import (BIN, PEERS, ROOT, Data, Skip, SmokeData, Table, best_of, environment,  # noqa: E402
+                     fr, fs, run_timed, warm, write_results)
 
 C = 1.0
 SEED = 1
@@ -52,10 +55,10 @@ def _cache(block, path):
     """The binary task's constraint cache for a block (what train_nslack builds), no bias."""
     from svmtrain.engine import ConstraintCache
     from svmtrain.tasks import task_class
+    from svmtrain.tasks.base import Geometry
     task = task_class("binary").from_training_data(block, str(path))
-    row, scale, margin, group, C_group = task.constraints(block, str(path), C)
-    return task, ConstraintCache(block.indptr, block.indices, block.data, block.n_features,
-                                 row, scale, margin, group, C_group, None)
+    problem = task.problem(block, str(path), C, Geometry(block.n_features, None))
+    return task, ConstraintCache.from_problem(problem, task.all_constraints(problem, block))
 
 
 def _primal(w, block, positive):
@@ -329,7 +332,7 @@ def bench_plateau(data, quick, repeat):
                     task, block, str(train_path), C=C, bias=None, epsilon=eps, max_epochs=20000,
                     seed=seed))
                 metric = task.new_metric()
-                metric.add(task.predict(res.w, test, res.geometry)[0], test)
+                metric.add(task.predict(res.w, test, res.geometry, str(test_path))[0], test)
                 per_seed.append(100.0 * metric.summary()["accuracy"])
                 times.append(t)
                 epochs.append(res.epochs)
@@ -373,7 +376,7 @@ def bench_plateau(data, quick, repeat):
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
               "plateau": bench_plateau, **tasks.BENCHMARKS, **oneslack.BENCHMARKS,
               **budgetbench.BENCHMARKS, **controls.BENCHMARKS, **online.BENCHMARKS,
-              **daskbench.BENCHMARKS, **modebench.BENCHMARKS}
+              **daskbench.BENCHMARKS, **modebench.BENCHMARKS, **footprint.BENCHMARKS}
 GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
           "oneslack": list(oneslack.BENCHMARKS),
           "controls": list(controls.BENCHMARKS)}
@@ -390,10 +393,15 @@ def main(argv=None):
                          + "; ".join(f"{g} (= {', '.join(m)})" for g, m in GROUPS.items()))
     ap.add_argument("--quick", action="store_true",
                     help="small subsets, one repetition: a smoke test of the whole script")
+    ap.add_argument("--smoke", action="store_true",
+                    help="every benchmark once on tiny slices of the data (.cache/smoke/), judging "
+                         "no figure: fails (exit status 1) when a benchmark raises; a benchmark "
+                         "whose peer or data is absent is skipped with a note")
     ap.add_argument("--repeat", type=int, default=None,
                     help="timings are the best of this many runs (default 3, 1 with --quick)")
-    ap.add_argument("--results", default=str(ROOT / "bench" / "results"),
-                    help="where latest.json and latest.md go (default bench/results)")
+    ap.add_argument("--results", default=None,
+                    help="where latest.json and latest.md go (default bench/results; with --smoke "
+                         ".cache/smoke/results)")
     args = ap.parse_args(argv)
     names = list(BENCHMARKS) if not args.only else \
         [n.strip() for item in args.only for n in item.split(",") if n.strip()]
@@ -402,30 +410,53 @@ def main(argv=None):
     if unknown:
         ap.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}, "
                  f"{', '.join(GROUPS)}")
+    if args.smoke:
+        args.quick = True
     repeat = args.repeat or (1 if args.quick else 3)
     if repeat < 1:
         ap.error("--repeat must be at least 1")
+    results = args.results or str(ROOT / ".cache" / "smoke" / "results" if args.smoke
+                                  else ROOT / "bench" / "results")
 
-    data = Data(args.shared_data)
+    data = SmokeData(args.shared_data) if args.smoke else Data(args.shared_data)
     env = environment()
     print(f"svmtrain benchmarks: {env['processor']}, {env['cpus']} cpus, commit "
           f"{(env['commit'] or '?')[:10]}{' (uncommitted changes)' if env['uncommitted_changes'] else ''}"
-          f"; best of {repeat}{'; quick subsets' if args.quick else ''}", flush=True)
-    tables = []
+          f"; best of {repeat}"
+          f"{'; smoke run (tiny slices, no figure judged)' if args.smoke else '; quick subsets' if args.quick else ''}",
+          flush=True)
+    tables, skipped, failed = [], [], []
     started = time.perf_counter()
     for name in names:
         t0 = time.perf_counter()
-        table = BENCHMARKS[name](data, args.quick, repeat)
+        try:
+            table = BENCHMARKS[name](data, args.quick, repeat)
+        except Skip as e:
+            skipped.append(f"{name}: {e}")
+            print(f"\n== {name}: skipped: {e}", flush=True)
+            continue
+        except Exception:    # noqa: BLE001 - a smoke run reports every group, then fails
+            if not args.smoke:
+                raise
+            failed.append(name)
+            print(f"\n== {name}: FAILED\n{traceback.format_exc()}", flush=True)
+            continue
         table.summary["benchmark_seconds"] = time.perf_counter() - t0
         tables.append(table)
         print("\n" + table.text() + f"\n  ({time.perf_counter() - t0:.0f} s)", flush=True)
     options = {"command": " ".join([Path(sys.executable).name, "bench/run.py"] + sys.argv[1:]),
-               "quick": args.quick, "repeat": repeat, "only": names,
+               "quick": args.quick, "smoke": args.smoke, "repeat": repeat, "only": names,
+               "skipped": skipped, "failed": failed,
                "shared_data": str(Path(args.shared_data).resolve()),
                "seconds": time.perf_counter() - started}
-    write_results(args.results, env, options, tables)
-    print(f"\nwrote {Path(args.results) / 'latest.json'} and latest.md "
+    write_results(results, env, options, tables)
+    print(f"\nwrote {Path(results) / 'latest.json'} and latest.md "
           f"({time.perf_counter() - started:.0f} s)")
+    for note in skipped:
+        print(f"skipped {note}")
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

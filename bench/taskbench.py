@@ -269,8 +269,8 @@ def bench_sequence(data, quick, repeat):
                                                      "primal", "gap", "train s", "wall s",
                                                      "peak MB", "token acc"])
     eps_list = [1e-2] if quick else [1e-3, 1e-2]
-    src_train = data.shared / "conll2000" / "train.txt.xz"
-    src_test = data.shared / "conll2000" / "test.txt.xz"
+    src_train = data.source("conll2000/train.txt")
+    src_test = data.source("conll2000/test.txt")
     with tempfile.TemporaryDirectory() as tmp:
         d, tr, te = Path(tmp) / "dict", Path(tmp) / "train.svm", Path(tmp) / "test.svm"
         w1, _o, err1, rss1 = run_child([BIN / "svmtools", "conll2svm", "--new-dictionary", d,

@@ -229,10 +229,9 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
 
     def run(out):
         if dask:
-            import os
             from svmtrain import distributed
             from svmtrain.tasks.base import Geometry
-            path = os.path.abspath(source) if source != "-" else source
+            path = source        # distributed.worker_path makes it absolute for the workers
             with distributed.session(where.workers, where.scheduler, client=where.client) as s:
                 distributed.predict(s, task, task.solver_weights(model.w),
                                     Geometry(model.n_features, model.bias), path, zero_based,
@@ -316,13 +315,11 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
         if dual_acc is not None or prepare is not None:
             raise InputError(f"{name}: verify-bound on Dask is for linear models trained without "
                              "controls (weights, scales, prior, nonneg) so far: leave out --workers")
-        import os
         from svmtrain import distributed
         try:
             distributed.check_available(where.flag)
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
-        acc.path = os.path.abspath(source) if source != "-" else source
         with distributed.session(where.workers, where.scheduler, client=where.client) as s:
             distributed.accumulate_primal(s, acc, model.index_base == 0)
     else:

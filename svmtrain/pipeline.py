@@ -637,7 +637,7 @@ def _train_on_dask(run: TrainingRun, stats: RunStats):
     from svmtrain.tasks import task_class
 
     p, mode, where = run.problem, run.mode, run.where
-    path = os.path.abspath(run.source) if run.source != "-" else run.source   # workers' cwd differs
+    path = run.source          # distributed.worker_path makes it absolute for the workers
     oneslack = isinstance(mode, OneSlack)
     trace = _Trace(run, stats, TRACE_HEADERS["1-slack" if oneslack else "dask"])
     left = f"{run.model_file}.state.npz" if run.model_file else None
@@ -674,10 +674,10 @@ def _train_on_dask(run: TrainingRun, stats: RunStats):
         stats.signal = interrupt.signal_received()
     elif not result.converged:
         what = "iterations" if oneslack else "CoCoA+ rounds"
-        reason = getattr(result, "reason", None)
-        stats.warnings.append(f"relative gap {result.relative_gap:.3g} is above epsilon "
-                              f"{p.epsilon:g} after {result.rounds} {what} (--max-epochs)"
-                              + (f": {reason}" if reason else ""))
+        # CoCoA+ says why it stopped short: how fast the gap was closing (distributed.py)
+        stats.warnings.append(getattr(result, "note", "") or
+                              f"relative gap {result.relative_gap:.3g} is above epsilon "
+                              f"{p.epsilon:g} after {result.rounds} {what} (--max-epochs)")
         if run.on_warning is not None:
             run.on_warning(stats.warnings[-1])
     if oneslack:

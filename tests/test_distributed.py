@@ -401,3 +401,82 @@ def test_oneslack_on_dask_honours_the_bias_feature(cluster, tmp_path):
     t, r, _ = _oneslack_on(cluster.scheduler_address, HEART, "binary", 1, bias=1.0)
     assert np.array_equal(np.asarray(e.w, float).ravel(), t.model_weights(r.w, r.geometry))
     assert r.primal == e.primal and len(r.w) == 14      # 13 features and the bias
+
+
+# -- paths, convergence ----------------------------------------------------------------------------
+
+def test_relative_paths_work_with_workers_in_another_directory(tmp_path, monkeypatch):
+    """The workers of a --scheduler run may run in any directory: the client sends them absolute
+    paths, and names the file as the user gave it in its messages."""
+    import dask
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    (here / "train.svm").write_bytes(HEART.read_bytes())
+    lines = A9A.read_bytes().splitlines(keepends=True)[:300]
+    (here / "bad.svm").write_bytes(b"".join(lines[:200] + [b"+1 3:1 2:oops\n"] + lines[200:]))
+    monkeypatch.chdir(elsewhere)
+    # spawned worker processes start in the directory the client is in now, and stay there
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}), \
+            dask_distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                          dashboard_address=":0") as c:
+        monkeypatch.chdir(here)
+        with dask_distributed.Client(c) as client:
+            assert list(client.run(os.getcwd).values()) == [str(elsewhere)]
+        address = c.scheduler_address
+        for mode in ("n-slack", "1-slack"):
+            r = run("train", "-q", "-m", mode, "-e", "0.05", "--scheduler", address, "train.svm",
+                    f"{mode}.model")
+            assert r.exit_code == 0, r.output
+            assert (here / f"{mode}.model").exists() and not (elsewhere / f"{mode}.model").exists()
+        v = run("verify-bound", "--scheduler", address, "n-slack.model", "train.svm")
+        assert v.exit_code == 0, v.output
+        p = run("predict", "--scheduler", address, "train.svm", "n-slack.model", "out")
+        assert p.exit_code == 0 and (here / "out").exists(), p.output
+        for args in (["train", "bad.svm", "m"], ["train", "-m", "1-slack", "bad.svm", "m"],
+                     ["verify-bound", "n-slack.model", "bad.svm"],
+                     ["predict", "bad.svm", "n-slack.model", "p"]):
+            r = run(args[0], "--scheduler", address, *args[1:])
+            assert r.exit_code == 2 and "bad.svm:201:" in r.output, r.output
+            assert str(here) not in r.output      # named as given
+        assert not (here / "m").exists() and not (here / "p").exists()
+
+
+def test_the_line_search_takes_the_best_step_and_the_dual_never_falls(cluster):
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        w, dw = rng.normal(size=6), rng.normal(size=6)
+        l_delta, t_max = float(rng.normal()) * 3, float(rng.uniform(1, 4))
+        t = distributed.line_search(w, dw, l_delta, t_max)
+        grid = np.linspace(0, t_max, 4001)
+        dual = [-0.5 * np.dot(w + g * dw, w + g * dw) + g * l_delta for g in grid]
+        assert 0 <= t <= t_max
+        assert -0.5 * np.dot(w + t * dw, w + t * dw) + t * l_delta >= max(dual) - 1e-12
+    records = []
+    _t, r = _train_on(cluster.scheduler_address, HEART, "binary", 2, epsilon=1e-3,
+                      on_epoch=records.append)
+    assert r.converged
+    duals = [rec.dual for rec in records]
+    assert all(b >= a for a, b in zip(duals, duals[1:]))
+    assert all(rec.dual <= rec.primal for rec in records)
+
+
+def test_a_cocoa_run_stopped_by_max_epochs_says_why(cluster, tmp_path):
+    model = tmp_path / "m"
+    r = run("train", "-e", "1e-9", "--max-epochs", "4", "--scheduler", cluster.scheduler_address,
+            HEART, model)
+    assert r.exit_code == 0, r.output
+    assert "above epsilon 1e-09 after 4 CoCoA+ rounds (--max-epochs 4)" in r.stderr
+    assert "more rounds: give --max-epochs" in r.stderr, r.stderr
+    assert read_model(model).relative_gap > 1e-9       # the model says so too
+
+
+def test_the_convergence_message_names_a_stalled_run():
+    from svmtrain.engine import EpochRecord
+    flat = [EpochRecord(k, 0.1 * k, 1.0, 1.1, 0.05, True, 10, 0.0) for k in range(1, 31)]
+    note = distributed.why_not_converged(flat, 1e-3, 30)
+    assert "relative gap 0.05 is above epsilon 0.001 after 30 CoCoA+ rounds" in note
+    assert "did not shrink" in note
+    halving = [EpochRecord(k, 0.1 * k, 1.0, 1.1, 0.5 ** k, True, 10, 0.0) for k in range(1, 6)]
+    note = distributed.why_not_converged(halving, 1.01 * 0.5 ** 8, 5)
+    assert "about 3 more rounds" in note and "--max-epochs 8" in note

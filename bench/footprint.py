@@ -1,0 +1,284 @@
+"""The `footprint` group of bench/run.py: whole processes, side by side in one run, as a user runs
+them from a shell or a Makefile: wall time and peak resident memory of `svmtrain train` /
+`svmtrain predict` against the peers' own command-line programs (LIBLINEAR's `train` / `predict`,
+svm_rank, svm_hmm; CRFsuite through python-crfsuite), each program with its defaults.
+
+Why whole processes: on the sets most users have, start-up (the interpreter, imports) is a large
+part of a run, and it is what a pipeline of many small trainings pays. The floor rows show what no
+Python program can go below here: `python -c pass` and `python -c "import numpy"`.
+
+Measurement: every run is a fresh child process under /usr/bin/time (a small C program; its
+fork+exec costs a millisecond), whose %M is the child's peak resident set; the wall clock runs
+around it. (Linux carries a peak RSS across exec: a child forked from the benchmark process itself
+would report at least that process's 140 MB.) Times are the best of `repeat` runs, peak memory
+the largest.
+
+Peers are programs built outside this repository (never committed); their paths come from the
+environment, and a row whose peer is absent is left out with a note:
+
+    LIBLINEAR_TRAIN, LIBLINEAR_PREDICT   LIBLINEAR's train / predict (github.com/cjlin1/liblinear)
+    SVM_RANK_LEARN                       svm_rank_learn (Joachims)
+    SVM_HMM_LEARN                        svm_hmm_learn (Joachims)
+    python-crfsuite importable           CRFsuite (pip install python-crfsuite)
+
+The sequence rows (UD English EWT UPOS, minutes each) run only when a sequence peer is present
+(FOOTPRINT_SEQUENCE=0 leaves them out).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import BIN, PEERS, ROOT, Skip, Table, fr, fs, pinned_env
+
+#: environment variable -> what it names
+PEER_VARIABLES = {"LIBLINEAR_TRAIN": "LIBLINEAR's train", "LIBLINEAR_PREDICT": "LIBLINEAR's predict",
+                  "SVM_RANK_LEARN": "svm_rank_learn", "SVM_HMM_LEARN": "svm_hmm_learn"}
+#: svm_rank on ohsumed (the issue's setting), and svm_hmm / CRFsuite on UD English EWT UPOS
+SVM_RANK_C = 0.62
+SEQUENCE_C = 0.1          # svmtrain's C; svm_hmm's -c is C times the number of sentences
+CRFSUITE_C2 = 0.1
+
+
+def peer(variable):
+    """The executable named by an environment variable, or None (unset, or not executable)."""
+    path = os.environ.get(variable)
+    if path and os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
+    return None
+
+
+def has_crfsuite():
+    try:
+        import pycrfsuite  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: the reaper: a small C program when there is one. Linux carries a process's peak RSS across
+#: exec, so a child forked from this process (numpy, scikit-learn loaded) would report at least
+#: this process's size; forked from /usr/bin/time it starts from a megabyte or two.
+TIME = "/usr/bin/time"
+_WRAPPER = ("import os, sys\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.execv(sys.argv[1], sys.argv[1:])\n"
+            "_, status, usage = os.wait4(pid, 0)\n"
+            "sys.stderr.write('\\n@@maxrss-kb %d\\n' % usage.ru_maxrss)\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+_RSS = re.compile(r"@@maxrss-kb (\d+)\s*$")
+
+
+def _reaped(argv):
+    """argv run under a small reaper that prints the child's peak RSS (kB) last on stderr."""
+    argv = [str(a) for a in argv]
+    if os.access(TIME, os.X_OK):
+        return [TIME, "-f", "@@maxrss-kb %M", *argv]
+    return [sys.executable, "-S", "-c", _WRAPPER, *argv]   # its own few MB are the floor then
+
+
+def measure(argv, repeat, *, cwd=None):
+    """(best wall seconds, largest peak RSS in MB, stdout of the last run) of a fresh process."""
+    walls, peaks, out = [], [], ""
+    for _ in range(repeat):
+        with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+            start = time.perf_counter()
+            proc = subprocess.run(_reaped(argv), env=pinned_env(), cwd=cwd or ROOT, stdout=stdout,
+                                  stderr=stderr)
+            walls.append(time.perf_counter() - start)
+            stdout.seek(0)
+            stderr.seek(0)
+            out, err = stdout.read(), stderr.read()
+            found = _RSS.search(err)
+            if proc.returncode != 0 or not found:
+                raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}:\n"
+                                   f"{err[-2000:]}")
+            peaks.append(int(found.group(1)) / 1024.0)
+    return min(walls), max(peaks), out
+
+
+def _mb(x):
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def _sets(data, quick):
+    """(label, svmtrain task, train file, test file or None, LIBLINEAR -s, svmtrain extra args)."""
+    kdd, _info = data.kddcup99_binary()
+    sets = [("heart_scale", "binary", data.plain("heart_scale/heart_scale"), None, 3, []),
+            ("a9a", "binary", data.plain("a9a/a9a"), data.plain("a9a/a9a.t"), 3, []),
+            ("ijcnn1", "binary", data.plain("ijcnn1/ijcnn1"), data.plain("ijcnn1/ijcnn1.t"), 3, []),
+            ("reuters_lasvm", "binary", data.plain("reuters_lasvm/reuters.trn"),
+             data.plain("reuters_lasvm/reuters.tst"), 3, []),
+            ("pendigits /100", "multiclass",
+             data.scaled("pendigits/pendigits", "pendigits.s100", by=100),
+             data.scaled("pendigits/pendigits.t", "pendigits.t.s100", by=100), 4, []),
+            ("kddcup99 binary", "binary", kdd, None, 3, []),
+            ("kddcup99 binary", "binary", kdd, None, 3, ["-m", "1-slack"]),
+            ("sector", "multiclass", data.plain("sector/sector.scale"),
+             data.plain("sector/sector.t.scale"), 4, [])]
+    if quick:
+        sets = [s for s in sets if s[0] not in ("sector",)]
+    return sets
+
+
+def bench_footprint(data, quick, repeat):
+    ll_train, ll_predict = peer("LIBLINEAR_TRAIN"), peer("LIBLINEAR_PREDICT")
+    rank_learn, hmm_learn = peer("SVM_RANK_LEARN"), peer("SVM_HMM_LEARN")
+    table = Table("footprint", "whole processes side by side: wall time and peak resident memory "
+                  "(wait4) of the svmtrain CLI against the peers' CLIs, each with its defaults",
+                  ["run", "data", "svmtrain s", "peer s", "time ratio", "svmtrain MB", "peer MB",
+                   "memory ratio", "peer"])
+    py = sys.executable
+    t_pass, m_pass, _ = measure([py, "-c", "pass"], repeat)
+    t_np, m_np, _ = measure([py, "-c", "import numpy"], repeat)
+    t_help, m_help, _ = measure([BIN / "svmtrain", "--help"], repeat)
+    table.rows.append(["python -c pass", "", fs(t_pass), "", "", _mb(m_pass), "", "", ""])
+    table.rows.append(["python -c 'import numpy' (the floor)", "", fs(t_np), "", "", _mb(m_np), "",
+                       "", ""])
+    table.rows.append(["svmtrain --help", "", fs(t_help), fs(t_np), fr(t_help / t_np), _mb(m_help),
+                       _mb(m_np), fr(m_help / m_np), "import numpy"])
+    table.summary["floor"] = {"python_seconds": t_pass, "numpy_seconds": t_np,
+                              "help_seconds": t_help, "numpy_mb": m_np, "help_mb": m_help}
+    missing = [f"{v} ({what})" for v, what in PEER_VARIABLES.items() if not peer(v)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for label, task, train, test, solver, extra in _sets(data, quick):
+            mode = " ".join(extra) or "default"
+            model, ll_model = tmp / "model", tmp / "ll.model"
+            t_ours, m_ours, _ = measure([BIN / "svmtrain", "train", "-q", "-t", task, *extra, train,
+                                         model], repeat)
+            record = {"run": "train", "data": label, "task": task, "options": extra,
+                      "ours_seconds": t_ours, "ours_mb": m_ours}
+            row = [f"train -t {task} ({mode})", label, fs(t_ours)]
+            if ll_train:
+                t_ll, m_ll, _ = measure([ll_train, "-q", "-s", solver, train, ll_model], repeat)
+                record.update(peer_seconds=t_ll, peer_mb=m_ll, peer=f"LIBLINEAR train -s {solver}")
+                row += [fs(t_ll), fr(t_ours / t_ll), _mb(m_ours), _mb(m_ll), fr(m_ours / m_ll),
+                        f"LL train -s {solver}"]
+            else:
+                row += ["", "", _mb(m_ours), "", "", ""]
+            table.rows.append(row)
+            table.records.append(record)
+            if test is None or extra:
+                continue
+            out = tmp / "out"
+            t_ours, m_ours, _ = measure([BIN / "svmtrain", "predict", "-q", test, model, out],
+                                        repeat)
+            record = {"run": "predict", "data": label, "ours_seconds": t_ours, "ours_mb": m_ours}
+            row = ["predict", f"{label} test", fs(t_ours)]
+            if ll_train and ll_predict:
+                t_ll, m_ll, _ = measure([ll_predict, "-q", test, ll_model, out], repeat)
+                record.update(peer_seconds=t_ll, peer_mb=m_ll, peer="LIBLINEAR predict")
+                row += [fs(t_ll), fr(t_ours / t_ll), _mb(m_ours), _mb(m_ll), fr(m_ours / m_ll),
+                        "LL predict"]
+            else:
+                row += ["", "", _mb(m_ours), "", "", ""]
+            table.rows.append(row)
+            table.records.append(record)
+        _ranking(data, quick, repeat, tmp, table, rank_learn)
+        _sequence(data, quick, repeat, tmp, table, hmm_learn)
+    if missing:
+        table.notes.append("absent peers (rows without a peer column): " + ", ".join(missing)
+                           + "; see bench/README.md, 'Peers'.")
+    table.notes += [
+        "time ratio = svmtrain / peer (< 1: svmtrain is faster); memory ratio = svmtrain's peak "
+        "RSS / the peer's. Each program with its defaults: svmtrain -e 1e-3 (n-slack unless "
+        "given), LIBLINEAR -e 0.1 (-s 3) / 0.1 (-s 4), no bias in either.",
+        "svmtrain --help against the floor: the interpreter plus numpy's import, which every "
+        "svmtrain command pays.",
+    ]
+    return table
+
+
+def _ranking(data, quick, repeat, tmp, table, rank_learn):
+    train = data.plain("ohsumed/train.txt")
+    for extra in ([], ["-m", "1-slack"]):
+        t_ours, m_ours, _ = measure([BIN / "svmtrain", "train", "-q", "-t", "ranking", *extra, train,
+                                     tmp / "rank.model"], repeat)
+        row = [f"train -t ranking ({' '.join(extra) or 'default'})", "ohsumed", fs(t_ours)]
+        record = {"run": "train", "data": "ohsumed", "task": "ranking", "options": extra,
+                  "ours_seconds": t_ours, "ours_mb": m_ours}
+        if rank_learn:
+            t_p, m_p, _ = measure([rank_learn, "-c", repr(SVM_RANK_C), train, tmp / "svm_rank.model"],
+                                  repeat)
+            record.update(peer_seconds=t_p, peer_mb=m_p, peer=f"svm_rank -c {SVM_RANK_C:g}")
+            row += [fs(t_p), fr(t_ours / t_p), _mb(m_ours), _mb(m_p), fr(m_ours / m_p),
+                    f"svm_rank -c {SVM_RANK_C:g}"]
+        else:
+            row += ["", "", _mb(m_ours), "", "", ""]
+        table.rows.append(row)
+        table.records.append(record)
+
+
+def _sequence(data, quick, repeat, tmp, table, hmm_learn):
+    """UD English EWT UPOS with conll2svm's token features: svmtrain -t sequence (n-slack, 1-slack)
+    against svm_hmm and CRFsuite on the same features; only when one of those peers is present."""
+    crfsuite = has_crfsuite()
+    if not hmm_learn and not crfsuite:
+        table.notes.append("sequence rows (UD English EWT UPOS) left out: neither SVM_HMM_LEARN nor "
+                           "python-crfsuite is available.")
+        return
+    src = data.source("ud_english_ewt/en_ewt-ud-train.conllu")
+    if os.environ.get("FOOTPRINT_SEQUENCE", "1") == "0":
+        table.notes.append("sequence rows left out: FOOTPRINT_SEQUENCE=0.")
+        return
+    columns = _upos_columns(src, tmp / "ud.train.conll")
+    svm = tmp / "ud.train.svm"
+    conv = [BIN / "svmtools", "conll2svm", "--new-dictionary", tmp / "ud.dict", columns, svm]
+    subprocess.run([str(a) for a in conv], env=pinned_env(), cwd=ROOT, check=True,
+                   capture_output=True)
+    if quick:
+        from taskbench import _head_sentences
+        svm = _head_sentences(svm, tmp / "ud.train.head", 300)
+    sentences = len({line.split(None, 2)[1] for line in open(svm) if line.strip()})
+    runs = [("n-slack", []), ("1-slack", ["-m", "1-slack"])]
+    peers = []
+    if hmm_learn:
+        c = SEQUENCE_C * sentences
+        peers.append((f"svm_hmm -c {c:g} -e 0.5",
+                      [hmm_learn, "-c", repr(c), "-e", "0.5", svm, tmp / "hmm.model"]))
+    if crfsuite:
+        peers.append((f"CRFsuite L-BFGS c2 {CRFSUITE_C2:g}",
+                      [sys.executable, PEERS, "crfsuite", svm, tmp / "crf.model", "--c2",
+                       repr(CRFSUITE_C2)]))
+    measured = [(name, *measure(argv, 1)[:2]) for name, argv in peers]
+    for mode, extra in runs:
+        t_ours, m_ours, _ = measure([BIN / "svmtrain", "train", "-q", "-t", "sequence", "-c",
+                                     repr(SEQUENCE_C), *extra, svm, tmp / "seq.model"], 1)
+        for name, t_p, m_p in measured:
+            table.rows.append([f"train -t sequence -c {SEQUENCE_C:g} ({mode})",
+                               f"UD EWT UPOS ({sentences} sentences)", fs(t_ours), fs(t_p),
+                               fr(t_ours / t_p), _mb(m_ours), _mb(m_p), fr(m_ours / m_p), name])
+            table.records.append({"run": "train", "data": "ud_english_ewt", "task": "sequence",
+                                  "mode": mode, "ours_seconds": t_ours, "ours_mb": m_ours,
+                                  "peer": name, "peer_seconds": t_p, "peer_mb": m_p})
+    table.notes.append("sequence rows: one run each (minutes at full size); the peers read the "
+                       "svmlight file conll2svm wrote (svm_hmm natively, CRFsuite through "
+                       "bench/peers.py crfsuite: each feature index an attribute), reading "
+                       "included.")
+
+
+def _upos_columns(conllu, out):
+    """A CoNLL-U file as the `word tag` columns conll2svm reads: FORM and UPOS of every word line
+    (multiword-token ranges n-m and empty nodes n.k are not words), a blank line after each
+    sentence, comments dropped."""
+    import lzma
+    opener = lzma.open if str(conllu).endswith(".xz") else open
+    with opener(conllu, "rt", encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) < 4:
+                o.write("\n")
+            elif cols[0].isdigit():
+                o.write(f"{cols[1].replace(' ', '_')} {cols[3]}\n")
+    return out
+
+
+BENCHMARKS = {"footprint": bench_footprint}
