@@ -140,7 +140,7 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
         source.examples = list(data)
     else:
         source = as_source(data, zero_based=problem.zero_based)
-    mode, _, reason = resolve_mode(mode, controls, problem.task, source)
+    mode, _, reason = resolve_mode(mode, controls, problem.task, source, where)
     reason = reason or mode_reason
     model, _ = run_training(TrainingRun(source=source, problem=problem, mode=mode,
                                         chosen_because=reason,

@@ -89,7 +89,7 @@ def state_mode(path):
     return mode, (arrays if mode == "online-dual" else None)
 
 
-def resolve_mode(mode, controls: Controls, task=None, source=None):
+def resolve_mode(mode, controls: Controls, task=None, source=None, where=None):
     """The mode record to run and why. A --warm-start state decides the mode when none is given
     (and must agree with one that is); "auto" or None chooses by the task and the input's size
     (svmtrain.auto). Returns (mode record, the online-dual state arrays or None, the reason the
@@ -106,7 +106,7 @@ def resolve_mode(mode, controls: Controls, task=None, source=None):
             return MODE_RECORDS[name](), arrays, "the --warm-start state's mode"
     if given is None:
         from svmtrain.auto import choose_mode
-        name, reason = choose_mode(task, source)
+        name, reason = choose_mode(task, source, dask=isinstance(where, Dask))
         return MODE_RECORDS[name](), arrays, reason
     return mode_record(given), arrays, None
 

@@ -67,3 +67,11 @@ def test_library_default_is_auto(monkeypatch):
                            svmtrain.Problem(task="ranking", C=0.1))
     assert model.mode == "1-slack" and model.stats.chosen_because == "ranking"
     assert svmtrain.train(HEART, mode="n-slack").stats.chosen_because is None
+
+
+def test_dask_runs_one_slack():
+    assert auto.choose_mode("binary", HEART, dask=True) == ("1-slack", "a Dask cluster")
+    from svmtrain.pipeline import resolve_mode
+    mode, _, reason = resolve_mode(None, svmtrain.Controls(), "binary", HEART,
+                                   svmtrain.Dask(workers=2))
+    assert mode.name == "1-slack" and reason == "a Dask cluster"

@@ -21,7 +21,9 @@ def records(ctx, params):
         if len(owners) == 1 and controls.warm_start is None:
             requested = owners.pop()
     data = params.get("train_file", params.get("data_file"))
-    mode, _, reason = resolve_mode(requested, controls, params["task"], data)
+    on_dask = bool(params.get("workers") or params.get("scheduler"))
+    mode, _, reason = resolve_mode(requested, controls, params["task"], data,
+                                   options.Dask(workers=1) if on_dask else None)
     task = params["task"]
     if params["task_module"] is None and (params["task_options"] or params["latent_rounds"]):
         raise click.BadParameter("--task-option and --latent-rounds need --task-module",
