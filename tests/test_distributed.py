@@ -176,7 +176,8 @@ def test_cocoa_is_certified_and_close_to_the_embedded_model(cluster, path, task,
 def test_cocoa_model_verifies_bit_for_bit_and_repeats(cluster, tmp_path):
     model, again = tmp_path / "d.model", tmp_path / "d2.model"
     for m in (model, again):
-        r = run("train", "-e", "0.05", "--scheduler", cluster.scheduler_address, HEART, m)
+        r = run("train", "-m", "n-slack", "-e", "0.05", "--scheduler", cluster.scheduler_address,
+                HEART, m)
         assert r.exit_code == 0, r.output
         assert "CoCoA+, 4 partitions" in r.stderr
     assert model.read_bytes() == again.read_bytes()      # same seed, same cluster: same model
@@ -189,7 +190,7 @@ def test_cocoa_model_verifies_bit_for_bit_and_repeats(cluster, tmp_path):
 def test_dask_options_are_checked_before_the_data(cluster, tmp_path):
     r = run("train", "--workers", "2", "--scheduler", cluster.scheduler_address, A9A, tmp_path / "m")
     assert r.exit_code == 2 and "not both" in r.output
-    r = run("train", "-t", "sequence", "--workers", "2", CONLL, tmp_path / "m")
+    r = run("train", "-m", "n-slack", "-t", "sequence", "--workers", "2", CONLL, tmp_path / "m")
     assert r.exit_code == 2 and "binary, regression and multiclass" in r.output
     r = run("train", "-m", "online-dual", "--workers", "2", A9A, tmp_path / "m")
     assert r.exit_code == 2 and "n-slack" in r.output
@@ -463,8 +464,8 @@ def test_the_line_search_takes_the_best_step_and_the_dual_never_falls(cluster):
 
 def test_a_cocoa_run_stopped_by_max_epochs_says_why(cluster, tmp_path):
     model = tmp_path / "m"
-    r = run("train", "-e", "1e-9", "--max-epochs", "4", "--scheduler", cluster.scheduler_address,
-            HEART, model)
+    r = run("train", "-m", "n-slack", "-e", "1e-9", "--max-epochs", "4", "--scheduler",
+            cluster.scheduler_address, HEART, model)
     assert r.exit_code == 0, r.output
     assert "above epsilon 1e-09 after 4 CoCoA+ rounds (--max-epochs 4)" in r.stderr
     assert "more rounds: give --max-epochs" in r.stderr, r.stderr
