@@ -490,7 +490,8 @@ def test_bad_options_exit_2(tmp_path, args, fragment):
                                   ["--merge-search", "golden"], ["--no-shrink"],
                                   ["--step-tolerance", "0.1"]])
 def test_budgeted_options_need_the_mode(tmp_path, flag):
-    r = run("train", *flag, HEART, tmp_path / "m")
+    """Given with another mode they are refused (without -m they choose the budgeted mode)."""
+    r = run("train", "-m", "n-slack", *flag, HEART, tmp_path / "m")
     assert r.exit_code == 2 and "--mode budgeted" in r.output
 
 
