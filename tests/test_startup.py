@@ -55,7 +55,7 @@ def test_training_imports_only_its_mode(tmp_path):
     # the rest: click and the standard library's readers (gzip, bz2, lzma), tempfile, zipfile
     others = {m for m in beyond - ours if not m.startswith("click")}
     assert len(others) <= 32, sorted(others)
-    assert len(ours) <= 27, sorted(ours)
+    assert len(ours) <= 29, sorted(ours)     # with svmtrain.auto and the CLI's records
 
 
 def test_predict_and_verify_import_no_dask(tmp_path):
