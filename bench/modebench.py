@@ -37,14 +37,15 @@ def _sets(data, quick):
 
 
 def _conll(data):
-    """conll2000's training file in svmlight form (svmtools conll2svm, word features)."""
+    """conll2000's training file in svmlight form (svmtools conll2svm, its default features)."""
     import subprocess
-    src = data.plain("conll2000/train.txt")
-    out = data.cache / "conll2000.train.svm"
+    out = data.cache / "modes.conll2000.train.svm"
     if not out.exists():
-        tmp = out.with_name(".conll2000.train.svm.tmp")
-        subprocess.run([BIN / "svmtools", "conll2svm", "-q", str(src), str(tmp),
-                        str(data.cache / "conll2000.dict")], check=True)
+        tmp, dictionary = out.with_name(".modes.conll2000.tmp"), out.with_name("modes.conll2000.dict")
+        if dictionary.exists():
+            dictionary.unlink()
+        subprocess.run([BIN / "svmtools", "conll2svm", "-q", "--new-dictionary", dictionary,
+                        data.source("conll2000/train.txt"), tmp], check=True)
         tmp.rename(out)
     return out
 
