@@ -28,6 +28,8 @@ def test_large_files_and_memory(monkeypatch, tmp_path):
     monkeypatch.setattr(auto, "RANKING_BYTES", 1000)
     assert auto.choose_mode("binary", HEART) == ("1-slack", "a large file")
     assert auto.choose_mode("ranking", HEART) == ("1-slack", "ranking")
+    monkeypatch.setattr(auto, "SEQUENCE_BYTES", 1000)
+    assert auto.choose_mode("sequence", HEART)[0] == "n-slack"      # a whole corpus
     assert auto.choose_mode("regression", HEART)[0] == "n-slack"
     monkeypatch.setattr(auto, "available_memory", lambda: 10_000)
     assert auto.choose_mode("ranking", HEART) == ("online-dual", "the data would not fit in memory")
