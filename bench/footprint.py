@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from _common import BIN, PEERS, ROOT, Skip, Table, fr, fs, pinned_env
+from taskbench import _RSS_WRAPPER
 
 #: environment variable -> what it names
 PEER_VARIABLES = {"LIBLINEAR_TRAIN": "LIBLINEAR's train", "LIBLINEAR_PREDICT": "LIBLINEAR's predict",
@@ -64,13 +65,7 @@ def has_crfsuite():
 #: exec, so a child forked from this process (numpy, scikit-learn loaded) would report at least
 #: this process's size; forked from /usr/bin/time it starts from a megabyte or two.
 TIME = "/usr/bin/time"
-_WRAPPER = ("import os, sys\n"
-            "pid = os.fork()\n"
-            "if pid == 0:\n"
-            "    os.execv(sys.argv[1], sys.argv[1:])\n"
-            "_, status, usage = os.wait4(pid, 0)\n"
-            "sys.stderr.write('\\n@@maxrss-kb %d\\n' % usage.ru_maxrss)\n"
-            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+_WRAPPER = _RSS_WRAPPER         # fork, exec, wait4: the child's own peak (taskbench)
 _RSS = re.compile(r"@@maxrss-kb (\d+)\s*$")
 
 

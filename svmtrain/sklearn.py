@@ -25,7 +25,28 @@ __all__ = ["SVMClassifier", "SVMRegressor", "SVMRanker", "BudgetedRBFClassifier"
 _MODES = {"n-slack": NSlack, "1-slack": OneSlack, "online-dual": OnlineDual}
 
 
-class _LinearSVM(BaseEstimator):
+class _SparseInput:
+    """Every estimator here takes scipy sparse input as it is (CSR, no densifying)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class _LabelsFromScores:
+    """predict for the classifiers: the sign of the decision value with two classes, the class
+    of the largest one with more."""
+
+    def predict(self, X):
+        """The predicted labels of the rows of X."""
+        values = self.decision_function(X)
+        if len(self.classes_) == 2:
+            return self.classes_[(values > 0).astype(int)]
+        return self.classes_[np.argmax(values, axis=1)]
+
+
+class _LinearSVM(_SparseInput, BaseEstimator):
     """What the linear estimators share: the problem's options, the mode, and fitting."""
 
     _task = "binary"
@@ -61,7 +82,7 @@ class _LinearSVM(BaseEstimator):
         return self.model_.decision_function(X)
 
 
-class SVMClassifier(ClassifierMixin, _LinearSVM):
+class SVMClassifier(_LabelsFromScores, ClassifierMixin, _LinearSVM):
     """A linear SVM classifier with a certified duality gap.
 
     Two classes: the L1-loss SVM, P(w) = 1/2|w|^2 + C sum_i max(0, 1 - y_i w.x_i), the problem of
@@ -97,18 +118,6 @@ class SVMClassifier(ClassifierMixin, _LinearSVM):
         values = self._decision(X)
         return values if len(self.classes_) > 2 else values.ravel()
 
-    def predict(self, X):
-        """The predicted labels (regression: values; ranking: scores) of the rows of X."""
-        values = self.decision_function(X)
-        if len(self.classes_) == 2:
-            return self.classes_[(values > 0).astype(int)]
-        return self.classes_[np.argmax(values, axis=1)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
 
 class SVMRegressor(RegressorMixin, _LinearSVM):
     """Linear epsilon-insensitive support vector regression:
@@ -132,11 +141,6 @@ class SVMRegressor(RegressorMixin, _LinearSVM):
     def predict(self, X):
         """The predicted labels (regression: values; ranking: scores) of the rows of X."""
         return np.asarray(self._decision(X), dtype=np.float64).ravel()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 class SVMRanker(RegressorMixin, _LinearSVM):
@@ -180,13 +184,8 @@ class SVMRanker(RegressorMixin, _LinearSVM):
             right += (higher & (s[:, None] > s[None, :])).sum()
         return float(right / pairs) if pairs else 1.0
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
-
-class BudgetedRBFClassifier(ClassifierMixin, BaseEstimator):
+class BudgetedRBFClassifier(_LabelsFromScores, ClassifierMixin, _SparseInput, BaseEstimator):
     """An RBF-kernel SVM classifier, k(x, x') = exp(-gamma |x - x'|^2), with at most `budget`
     support vectors (per class; more than two classes: one-vs-rest), trained by BSCA (Qaadan et
     al.) for `epochs` passes. gamma None: 1 / n_features."""
@@ -223,15 +222,3 @@ class BudgetedRBFClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         values = self.model_.decision_function(X)
         return np.asarray(values).ravel() if len(self.classes_) == 2 else values
-
-    def predict(self, X):
-        """The predicted labels (regression: values; ranking: scores) of the rows of X."""
-        values = self.decision_function(X)
-        if len(self.classes_) == 2:
-            return self.classes_[(values > 0).astype(int)]
-        return self.classes_[np.argmax(values, axis=1)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
