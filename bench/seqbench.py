@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from _common import BIN, Data, Table, fr, fs
-from taskbench import run_child
+from taskbench import _head_sentences as head_sentences, run_child
 
 SEQUENCE_C = 0.1          # the issue's setting (svm_hmm -c 1254.4 = 0.1 x 12,544 sentences)
 CRF_C2 = 0.1
@@ -77,25 +77,6 @@ def prepare(data):
                                         "--unknown-tag-ok", files["test"], te])
         record["test"] = {"wall": wall, "peak_rss_mb": rss, "summary": err.strip()}
     return tr, te, d, record
-
-
-def head_sentences(path, out, n):
-    """The lines of the first n sentences (qids) of a sequence file."""
-    if out.exists():
-        return out
-    seen, last = 0, None
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    with open(path) as f, open(tmp, "w") as o:
-        for line in f:
-            qid = line.split(None, 2)[1]
-            if qid != last:
-                seen += 1
-                last = qid
-                if seen > n:
-                    break
-            o.write(line)
-    os.replace(tmp, out)
-    return out
 
 
 # -- the CRFsuite peer (run as a child: `seqbench.py crf TRAIN TEST OUT.json`) -----------------------

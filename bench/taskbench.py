@@ -319,9 +319,9 @@ def _head_sentences(path, out, n):
     """The lines of the first n sentences (qids) of a sequence file."""
     if out.exists():
         return out
-    seen = 0
-    last = None
-    with open(path) as f, open(out, "w") as o:
+    seen, last = 0, None
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")    # a file found there is complete
+    with open(path) as f, open(tmp, "w") as o:
         for line in f:
             qid = line.split(None, 2)[1]
             if qid != last:
@@ -330,6 +330,7 @@ def _head_sentences(path, out, n):
                 if seen > n:
                     break
             o.write(line)
+    os.replace(tmp, out)
     return out
 
 
