@@ -654,3 +654,69 @@ def parse_float(bytes s):
     if r != F_OK or end != e:
         raise ValueError(f"not a finite decimal number: {s!r}")
     return v
+
+
+def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint final,
+                 Py_ssize_t n_lines, bint sparse, double[::1] w not None, int64_t at,
+                 int64_t rows=1):
+    """The body of a model's `weights` section, one weight per line, parsed in place (the model
+    reader's fast path: no Python object per line).
+
+    Dense lines are `ws* float ws*`, stored at w[at], w[at + 1], ...; sparse lines are
+    `ws* index ':' float ws*` with indices increasing past `at` (the previous index, -1 at first)
+    and below w's size, stored at w[index]. Lines are parsed from byte `pos` of `buf` while there
+    are complete lines ('\\n'-terminated, or the rest of the buffer when `final`) and fewer than
+    `n_lines` done. With `rows` > 1 the file's row-major rows x width matrix is stored transposed
+    (the weight of flat index i = r * width + j at w[j * rows + r]). Returns (lines done, byte position after them, at after them, stopped): stopped
+    is True when the line at the returned position is not of that simple form (or out of range or
+    order, or not finite): the caller's own checks then accept it or say what is wrong.
+    """
+    cdef Py_ssize_t end = buf.shape[0], done = 0, size = w.shape[0]
+    cdef int64_t width = size // rows if rows > 0 else size
+    cdef const char* base
+    cdef const char* p
+    cdef const char* e
+    cdef const char* q
+    cdef const unsigned char* nl
+    cdef int64_t index
+    cdef double v
+    cdef bint stopped = False
+    if end == 0 or n_lines <= 0:
+        return 0, pos, at, False
+    base = <const char*> &buf[0]
+    with nogil:
+        while done < n_lines and pos < end:
+            nl = <const unsigned char*> memchr(base + pos, 10, end - pos)
+            if nl == NULL and not final:
+                break
+            p = base + pos
+            e = <const char*> nl if nl != NULL else base + end
+            while p < e and is_ws(p[0]):
+                p += 1
+            if sparse:
+                if parse_uint(p, e, &q, &index) != 0 or q == e or q[0] != c':' \
+                        or index <= at or index >= size:
+                    stopped = True
+                    break
+                p = q + 1
+            elif at + 1 >= size:
+                stopped = True
+                break
+            else:
+                index = at + 1
+            if parse_double(p, e, &q, &v) != F_OK:
+                stopped = True
+                break
+            while q < e and is_ws(q[0]):
+                q += 1
+            if q != e:
+                stopped = True
+                break
+            if rows > 1:
+                w[(index % width) * rows + index // width] = v
+            else:
+                w[index] = v
+            at = index
+            done += 1
+            pos = (e - base) + 1 if nl != NULL else end
+    return done, pos, at, stopped

@@ -51,6 +51,7 @@ classifiers only for now (``nr_class 2``, one weight per row, ``%.17g `` values)
 """
 from __future__ import annotations
 
+import io
 import math
 import re
 import sys
@@ -564,45 +565,178 @@ def _required(keys) -> list:
 
 
 class _Source:
-    """The lines of one file, for error messages that name the line (1-based)."""
+    """A model file, read line by line as the parser asks (errors name the line, 1-based).
 
-    def __init__(self, text: str, path: str):
+    The weights body (`weights_body`), millions of lines in a sector or sequence model, is parsed
+    straight from the bytes read and never held as lines: held as a list of lines, reading sector's
+    62 MB model peaked at 371 MB and took 7 s. A file is read in pieces of CHUNK bytes, so the
+    body costs the weights' array, not the file. Lines end at '\\n'; a '\\r' before it is dropped.
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, stream, path: str):
         self.path = path
-        if "\r" in text:
-            text = text.replace("\r\n", "\n")
-        self.lines = text.split("\n")
-        self.final_newline = self.lines[-1] == ""
-        if self.final_newline:
-            self.lines.pop()
+        self._stream = stream
+        self._buf = b""
+        self._pos = 0                 # where the next unread line starts in _buf
+        self._eof = False
+        self._held = []               # the lines read, as text, but not those of the body
+        self._body_at = self._body_len = 0
+        self.final_newline = True
+
+    @classmethod
+    def of_text(cls, text: str, path: str) -> "_Source":
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ModelError(path, text.count("\n", 0, e.start) + 1, "not a text file (invalid "
+                             "UTF-8), not a model") from None
+        return cls(io.BytesIO(data), path)
+
+    def _more(self) -> bool:
+        """Read another piece of the file; False at its end."""
+        if self._eof:
+            return False
+        try:
+            piece = self._stream.read(self.CHUNK)
+        except OSError as e:
+            raise ModelError(self.path, None, f"cannot read model: {e.strerror or e}") from e
+        if not piece:
+            self._eof = True
+            return False
+        self._buf = self._buf[self._pos:] + piece
+        self._pos = 0
+        return True
+
+    def _raw_line(self) -> Optional[bytes]:
+        """The next line's bytes, or None at the end of the file."""
+        while True:
+            j = self._buf.find(b"\n", self._pos)
+            if j >= 0:
+                line, self._pos = self._buf[self._pos:j], j + 1
+                return line[:-1] if line.endswith(b"\r") else line
+            if not self._more():
+                if self._pos >= len(self._buf):
+                    return None
+                line, self._pos = self._buf[self._pos:], len(self._buf)
+                self.final_newline = False
+                return line
+
+    def _index(self, i: int) -> int:
+        if self._body_len and i >= self._body_at:
+            if i < self._body_at + self._body_len:
+                raise IndexError(f"line {i + 1} is in the weights body, not held")
+            return i - self._body_len
+        return i
+
+    def has(self, i: int) -> bool:
+        """Whether the file has a line `i` (0-based), reading up to it."""
+        k = self._index(i)
+        while len(self._held) <= k:
+            raw = self._raw_line()
+            if raw is None:
+                return False
+            try:
+                self._held.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise self.error(self._body_len + len(self._held),
+                                 "not a text file (invalid UTF-8), not a model") from None
+        return True
+
+    def line(self, i: int) -> str:
+        """Line `i` (0-based); the caller has checked `has(i)`."""
+        if not self.has(i):
+            raise self.error(i, "unexpected end of file")
+        return self._held[self._index(i)]
+
+    @property
+    def lines(self) -> list:
+        """Every line (the formats without a weights body: kernel models, LIBLINEAR's)."""
+        assert not self._body_len, "a model with a weights body is read with has() / line()"
+        while self.has(len(self._held)):
+            pass
+        return self._held
 
     def error(self, index: int, reason: str) -> ModelError:
-        """index is 0-based; index == len(lines) means end of file."""
+        """index is 0-based; index == the number of lines means end of file."""
         return ModelError(self.path, index + 1, reason)
 
     def check_end_of_file(self, index: int, after: str) -> None:
         """Nothing may follow line `index - 1`, and the file must end with a newline."""
-        if index < len(self.lines):
-            raise self.error(index, f"unexpected content after {after}: {self.lines[index][:40]!r}")
+        if self.has(index):
+            raise self.error(index, f"unexpected content after {after}: {self.line(index)[:40]!r}")
         if not self.final_newline:
             raise self.error(index - 1, "missing newline at end of file (truncated?)")
 
+    def weights_body(self, start: int, n: int, w: np.ndarray, *, sparse: bool, rows: int = 1,
+                     stop: Optional[str] = "end", what: str = "weights") -> None:
+        """Lines start .. start+n-1, the next unread ones: one weight each, into the flat `w`
+        (dense: in order; sparse: `index:value`, indices increasing); with `rows` > 1, the
+        row-major rows x width matrix of the file is stored transposed (column-major) in `w`. The lines of the simple form
+        are parsed in C (`_reader.weight_lines`); any other is judged here, line by line, as the
+        format's grammar says. Truncation (the `stop` line or the end of the file before n lines)
+        is reported first, wherever the body is also wrong."""
+        from svmtrain._reader import weight_lines
+        assert self._index(start) == len(self._held) and not self._body_len
+        done, at = 0, -1
+        while done < n:
+            k, self._pos, at, stopped = weight_lines(self._buf, self._pos, self._eof, n - done,
+                                                     sparse, w, at, rows)
+            done += k
+            if self._eof and self._buf and self._pos == len(self._buf) and not self._buf.endswith(b"\n"):
+                self.final_newline = False     # its last line, parsed above, has no newline
+            if done == n:
+                break
+            if stopped:
+                raw = self._raw_line()
+                at = self._weight_line(start + done, raw, n, done, sparse, rows, w, at, stop, what)
+                done += 1
+            elif not self._more() and self._pos >= len(self._buf):
+                raise self.error(start + done, f"truncated: expected {n} {what}, found {done}")
+        self._body_at, self._body_len = start, n
 
-def _read_floats(src: _Source, start: int, n: int, what: str) -> np.ndarray:
-    """Lines start .. start+n-1, one float each (surrounding blanks allowed). Caller checked n."""
-    block = src.lines[start : start + n]
-    try:  # fast path: numpy parses; strictness (finite, no '_' digit groups) checked after
-        values = np.array(block, dtype=np.float64) if block else np.zeros(0)
-        if np.isfinite(values).all() and "_" not in "".join(block):
-            return values
-    except ValueError:
-        pass
-    values = np.empty(n)
-    for k, line in enumerate(block):
+    def _weight_line(self, i, raw, n, done, sparse, rows, w, at, stop, what):
+        """One line of the body that is not of the simple form: its weight's `at`, or the error."""
         try:
-            values[k] = _parse_float(_single(line.split()))
-        except _Bad as e:
-            raise src.error(start + k, f"{what}: {e}") from None
-    return values
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and text != stop:
+            reason, index, token = None, at + 1, None
+            if not sparse:
+                tokens = text.split()
+                if len(tokens) == 1:
+                    token = tokens[0]
+                else:
+                    reason = f"weight: expected 1 value, found {len(tokens)}"
+            else:
+                m = _SPARSE_RE.fullmatch(text)
+                if not m:
+                    reason = f"expected 'index:value', found {text[:40]!r}"
+                else:
+                    index, token = int(m.group(1)), m.group(2)
+                    if index >= w.size:
+                        reason = f"weight index {index} out of range 0..{w.size - 1}"
+                    elif index <= at:
+                        reason = f"weight index {index} not increasing (previous {at})"
+            if reason is None:
+                try:
+                    value = _parse_float(token)
+                except _Bad as e:
+                    reason = f"weight: {e}"
+                else:
+                    width = w.size // rows
+                    w[(index % width) * rows + index // width] = value
+                    return index
+        # wrong: unless the body is cut short by `stop` or the end of the file, which says more
+        for j in range(done, n):
+            line = raw if j == done else self._raw_line()
+            if line is None or line.decode("utf-8", "replace") == stop:
+                raise self.error(i - done + j, f"truncated: expected {n} {what}, found {j}")
+        if text is None:
+            raise self.error(i, "not a text file (invalid UTF-8), not a model")
+        raise self.error(i, reason)
 
 
 def _read_dense(src: _Source, spec: list, at: int, shape: tuple) -> tuple:
@@ -617,9 +751,28 @@ def _read_dense(src: _Source, spec: list, at: int, shape: tuple) -> tuple:
             raise _Bad(f"weight count {declared[0]} does not match features + bias = {shape[0]}")
         raise _Bad(f"weight shape {tok} does not match the header's {_fmt_shape(shape)}")
     n = math.prod(shape)
-    start = at + 1
-    _check_body_length(src, start, n, "weights")
-    return _read_floats(src, start, n, "weight").reshape(shape), start + n
+    w = _weights_array(n)
+    src.weights_body(at + 1, n, w, sparse=False, rows=_rows(shape))
+    return _shaped(w, shape), at + 1 + n
+
+
+def _weights_array(size: int) -> np.ndarray:
+    try:
+        return np.zeros(size)
+    except MemoryError:
+        raise _Bad(f"{size} weights do not fit in memory") from None
+
+
+# A K x width matrix of weights (multiclass) is read into column-major memory: the feature-major
+# layout the solvers and kernels use (Multiclass.solver_weights is then a view, not a copy), so
+# predicting with sector's 5.8M weights holds them once, not twice. The values, the shape and the
+# file are the same either way.
+def _rows(shape: tuple) -> int:
+    return shape[0] if len(shape) == 2 else 1
+
+
+def _shaped(w: np.ndarray, shape: tuple) -> np.ndarray:
+    return w.reshape(shape[::-1]).T if len(shape) == 2 else w.reshape(shape)
 
 
 _SPARSE_RE = re.compile(r"\s*(\d+):(\S+)\s*")
@@ -631,28 +784,9 @@ def _read_sparse(src: _Source, spec: list, at: int, shape: tuple) -> tuple:
     size = math.prod(shape)
     if not 0 <= k <= size:
         raise _Bad(f"sparse weight count {k} is not in 0..{size} (features + bias)")
-    start = at + 1
-    _check_body_length(src, start, k, "weights")
-    try:
-        w = np.zeros(size)
-    except MemoryError:
-        raise _Bad(f"{size} weights do not fit in memory") from None
-    previous = -1
-    for j in range(start, start + k):
-        m = _SPARSE_RE.fullmatch(src.lines[j])
-        if not m:
-            raise src.error(j, f"expected 'index:value', found {src.lines[j][:40]!r}")
-        index = int(m.group(1))
-        if index >= size:
-            raise src.error(j, f"weight index {index} out of range 0..{size - 1}")
-        if index <= previous:
-            raise src.error(j, f"weight index {index} not increasing (previous {previous})")
-        try:
-            w[index] = _parse_float(m.group(2))
-        except _Bad as e:
-            raise src.error(j, f"weight: {e}") from None
-        previous = index
-    return w.reshape(shape), start + k
+    w = _weights_array(size)
+    src.weights_body(at + 1, k, w, sparse=True, rows=_rows(shape))
+    return _shaped(w, shape), at + 1 + k
 
 
 def _check_body_length(src: _Source, start: int, n: int, what: str, stop: Optional[str] = "end") -> None:
@@ -671,7 +805,7 @@ def _fmt_shape(shape: tuple) -> str:
 
 
 def _parse_ours(src: _Source) -> Model:
-    tokens = src.lines[0].split()
+    tokens = src.line(0).split()
     if len(tokens) != 2:
         raise src.error(0, f"expected '{MAGIC} {VERSION}'")
     if tokens[1] != str(VERSION):
@@ -684,11 +818,11 @@ def _parse_ours(src: _Source) -> Model:
     where: dict = {}  # key name -> 0-based line
     i = 1
     while True:
-        if i == len(src.lines):
+        if not src.has(i):
             missing = [k.name for k in _required(HEADER_KEYS)
                        if k.name not in where and k.name not in _KERNEL_KEYS] + ["weights"]
             raise src.error(i, f"truncated: missing {', '.join(missing)}")
-        tokens = src.lines[i].split()
+        tokens = src.line(i).split()
         if not tokens:
             raise src.error(i, "empty line")
         name = tokens[0]
@@ -740,10 +874,10 @@ def _parse_ours(src: _Source) -> Model:
         raise src.error(where["prior"], f"prior: index {max(values['prior'])} is past the "
                                         f"{w.size} weights")
 
-    if i == len(src.lines):
+    if not src.has(i):
         raise src.error(i, "truncated: missing 'end'")
-    if src.lines[i].strip() != "end":
-        raise src.error(i, f"expected 'end' after the weights, found {src.lines[i][:40]!r}")
+    if src.line(i).strip() != "end":
+        raise src.error(i, f"expected 'end' after the weights, found {src.line(i)[:40]!r}")
     src.check_end_of_file(i + 1, "'end'")
     return Model(w=w, format="svmtrain", liblinear_solver=None, **values)
 
@@ -903,10 +1037,14 @@ def _kernel_body(model: Model, values: dict) -> list:
 
 def parse_model(text: str, path: str = "<string>") -> Model:
     """Parse a model file's text (either format); `path` is only used in error messages."""
-    src = _Source(text, path)
-    if not src.lines or not src.lines[0].strip():
-        raise src.error(0, "empty file, not a model" if not text else "empty first line, not a model")
-    first = src.lines[0].split()[0]
+    return _parse(_Source.of_text(text, path))
+
+
+def _parse(src: _Source) -> Model:
+    if not src.has(0) or not src.line(0).strip():
+        raise src.error(0, "empty first line, not a model" if src.has(0) or not src.final_newline
+                        else "empty file, not a model")
+    first = src.line(0).split()[0]
     if first == MAGIC:
         return _parse_ours(src)
     if first == "solver_type":
@@ -918,20 +1056,14 @@ def parse_model(text: str, path: str = "<string>") -> Model:
 def read_model(path) -> Model:
     """Read a model file, ours or LIBLINEAR's (told apart by the first line); `-` is stdin."""
     if path == "-":
-        name, data = "<stdin>", sys.stdin.buffer.read()
-    else:
-        name = str(path)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise ModelError(name, None, f"cannot read model: {e.strerror or e}") from e
+        return _parse(_Source(sys.stdin.buffer, "<stdin>"))
+    name = str(path)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise ModelError(name, line, "not a text file (invalid UTF-8), not a model") from None
-    return parse_model(text, name)
+        f = open(path, "rb")
+    except OSError as e:
+        raise ModelError(name, None, f"cannot read model: {e.strerror or e}") from e
+    with f:
+        return _parse(_Source(f, name))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -942,7 +1074,7 @@ def _checked_weights(model: Model, shape: tuple) -> np.ndarray:
     w = np.asarray(model.w)
     if w.dtype.kind not in "fiu":
         raise _Bad(f"w has dtype {w.dtype}, not a number type")
-    w = np.ascontiguousarray(w, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)      # any memory order (a read multiclass model's is F)
     if w.shape != shape:
         raise _Bad(f"w has shape {_fmt_shape(w.shape) or '()'}, expected {_fmt_shape(shape)} "
                    f"(features + bias)")
@@ -1004,26 +1136,32 @@ def model_text_chunks(model: Model, path: str = "<model>"):
     if values["mode"] in KERNEL_MODES:
         return iter(["\n".join(lines + body + ["end"]) + "\n"])
 
-    flat = w.ravel()
-    nonzero = np.flatnonzero(flat.view(np.int64))  # bit pattern, so -0.0 is kept
-    sparse = 2 * nonzero.size < flat.size
+    # the file's rows, one at a time: a multiclass w is often a column-major view of the solver's
+    # feature-major weights, which a flat copy (and its nonzero index) would double at the peak
+    rows = w.reshape(w.shape[0], -1) if w.ndim == 2 else w.reshape(1, -1)
+    nnz = sum(np.count_nonzero(_bits(row)) for row in rows)  # bit patterns: -0.0 is kept
+    sparse = 2 * nnz < w.size
     if sparse:
-        lines.append(f"weights sparse {nonzero.size}")
+        lines.append(f"weights sparse {nnz}")
     else:
         lines.append(f"weights dense {_fmt_shape(w.shape)}")
-    return _weight_chunks("\n".join(lines) + "\n", flat, nonzero if sparse else None)
+    return _weight_chunks("\n".join(lines) + "\n", rows, sparse)
 
 
-def _weight_chunks(head, flat, nonzero):
+def _weight_chunks(head, rows, sparse):
     yield head
-    n = flat.size if nonzero is None else nonzero.size
-    for a in range(0, n, WEIGHTS_PER_CHUNK):
-        if nonzero is None:
-            part = map(repr, flat[a:a + WEIGHTS_PER_CHUNK].tolist())
+    width = rows.shape[1]
+    for r, row in enumerate(rows):
+        row = np.ascontiguousarray(row)
+        if sparse:
+            nonzero = np.flatnonzero(_bits(row))
+            for a in range(0, nonzero.size, WEIGHTS_PER_CHUNK):
+                at = nonzero[a:a + WEIGHTS_PER_CHUNK]
+                part = (f"{j}:{x!r}" for j, x in zip((at + r * width).tolist(), row[at].tolist()))
+                yield "\n".join(part) + "\n"
         else:
-            at = nonzero[a:a + WEIGHTS_PER_CHUNK]
-            part = (f"{j}:{x!r}" for j, x in zip(at.tolist(), flat[at].tolist()))
-        yield "\n".join(part) + "\n"
+            for a in range(0, width, WEIGHTS_PER_CHUNK):
+                yield "\n".join(map(repr, row[a:a + WEIGHTS_PER_CHUNK].tolist())) + "\n"
     yield "end\n"
 
 
@@ -1109,10 +1247,10 @@ def _parse_liblinear(src: _Source) -> Model:
     where: dict = {}
     i = 0
     while True:
-        if i == len(src.lines):
+        if not src.has(i):
             missing = [k for k in _LIBLINEAR_REQUIRED if k not in where] + ["w"]
             raise src.error(i, f"truncated: missing {', '.join(missing)}")
-        tokens = src.lines[i].split()
+        tokens = src.line(i).split()
         if not tokens:
             raise src.error(i, "empty line")
         name = tokens[0]
@@ -1137,8 +1275,11 @@ def _parse_liblinear(src: _Source) -> Model:
 
     rows = values["nr_feature"] + (values["bias"] is not None)
     start = i + 1
-    _check_body_length(src, start, rows, "weight rows", stop=None)
-    w = _read_floats(src, start, rows, "weight")  # one value per row for binary models
+    try:
+        w = _weights_array(rows)
+    except _Bad as e:
+        raise src.error(i, str(e)) from None
+    src.weights_body(start, rows, w, sparse=False, stop=None, what="weight rows")  # one per row
     src.check_end_of_file(start + rows, f"the {rows} weight rows")
     return Model(
         task="binary", mode="n-slack", C=None, bias=values["bias"],

@@ -61,8 +61,10 @@ class Multiclass(LabelledTask):
         return self.K * geometry.width
 
     def model_weights(self, w, geometry):
-        """The feature-major solver w as the model's K x width (class-major) matrix."""
-        return self.class_major(w).reshape(self.K, geometry.width)
+        """The feature-major solver w as the model's K x width (class-major) matrix: a view in
+        column-major memory, not a copy (sector's 5.8M weights would be held twice at the end of
+        training); the model writer and solver_weights read it as it is."""
+        return np.asarray(w, dtype=np.float64).reshape(geometry.width, self.K).T
 
     def solver_weights(self, model_w):
         """The model's K x width matrix as the feature-major w of the solvers and kernels."""
