@@ -1755,6 +1755,11 @@ cdef class DualCD:
         """w = sum alpha_c x_c (a copy)."""
         return np.array(self.w_[:self.n_w], copy=True)
 
+    def final_w(self):
+        """w itself, not a copy, for a caller done with this engine (no step may follow: they
+        would change the array returned). Sector multiclass's 46 MB w was held twice by the copy."""
+        return np.asarray(self.w_[:self.n_w])
+
     @property
     def rng_state(self):
         return self.rng

@@ -250,9 +250,9 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     if not records or not records[-1].exact:
         engine.recompute_w()
         primal, dual = engine.exact_bounds()
-    # engine.w and engine.alpha are copies already (a second copy of w was the peak of training
-    # sector multiclass: three w-sized arrays of 46 MB at once)
-    return Solution(w=engine.w, alpha=engine.alpha, dual=dual, primal=primal,
+    # the engine ends here: its own w is handed over, not copied (a second copy of w was the peak
+    # of training sector multiclass); engine.alpha is a copy in the caller's order
+    return Solution(w=engine.final_w(), alpha=engine.alpha, dual=dual, primal=primal,
                     relative_gap=relative_gap(primal, dual), epochs=epoch,
                     seconds=time.perf_counter() - start, converged=converged, records=records,
                     interrupted=interrupted, thresholds=engine.shrinking_thresholds,
