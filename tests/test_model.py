@@ -278,6 +278,65 @@ def test_mutated_files_fail_only_with_model_error():
             pass
 
 
+def _outcome(text):
+    try:
+        return parse_model(text)
+    except ModelError as e:
+        return str(e)
+
+
+def test_weights_read_in_small_pieces_give_the_same_models_and_errors(monkeypatch):
+    """The weights body is parsed from pieces of the file (1 MiB); pieces of 7 bytes, so that
+    lines are cut everywhere, give the same model or the same error as one piece of everything."""
+    import random
+
+    from svmtrain import model as model_module
+    rnd = random.Random(2)
+    multiclass = make_model(n_features=5, task="multiclass", labels=[1.0, 2.0, 3.0],
+                            w=np.arange(18.0).reshape(3, 6) - 4.5, loss="zero-one",
+                            rescaling="margin")
+    texts = [format_model(make_model(n_features=30)), format_model(make_model(n_features=40, density=0.2)),
+             format_model(multiclass), LL]
+    cases = list(texts)
+    for _ in range(400):
+        t = list(rnd.choice(texts))
+        for _ in range(rnd.randint(1, 2)):
+            k = rnd.randrange(len(t))
+            t[k] = rnd.choice("0123456789.-+e:x \n\tend\xff")
+        cases.append("".join(t))
+    whole = [_outcome(t) for t in cases]
+    monkeypatch.setattr(model_module._Source, "CHUNK", 7)
+    assert [_outcome(t) for t in cases] == whole
+    assert all(isinstance(o, Model) for o in whole[:len(texts)])
+
+
+def test_weights_body_reports_truncation_before_a_bad_line():
+    m = make_model(n_features=9, bias=None)
+    lines = format_model(m).split("\n")
+    at = lines.index("weights dense 9")
+    bad = lines[:at + 3] + ["x"] + lines[at + 4:at + 6] + ["end", ""]
+    with pytest.raises(ModelError, match=rf":{at + 7}: truncated: expected 9 weights, found 5"):
+        parse_model("\n".join(bad))
+    bad = lines[:at + 3] + ["x"] + lines[at + 4:]
+    with pytest.raises(ModelError, match=rf":{at + 4}: weight: not a number: 'x'"):
+        parse_model("\n".join(bad))
+
+
+def test_read_multiclass_weights_are_the_solvers_layout(tmp_path):
+    """A read K x width multiclass w is column-major: the feature-major w of the kernels is a
+    view of it, not a copy, and it writes back the same bytes."""
+    from svmtrain.tasks.multiclass import Multiclass
+    w = np.arange(12.0).reshape(3, 4) - 5.0
+    m = make_model(n_features=3, task="multiclass", labels=[1.0, 2.0, 3.0], w=w,
+                   loss="zero-one", rescaling="margin")
+    write_model(m, tmp_path / "m")
+    back = read_model(tmp_path / "m")
+    assert back == m and np.array_equal(back.w, w) and back.w.flags.f_contiguous
+    flat = Multiclass.from_model(back).solver_weights(back.w)
+    assert np.shares_memory(flat, back.w) and np.array_equal(flat, w.T.ravel())
+    assert format_model(back) == (tmp_path / "m").read_text()
+
+
 # ---------------------------------------------------------------------------------------------
 # Writer refusals
 
