@@ -584,6 +584,10 @@ cdef class CrammerSingerCD:
         """w = sum alpha_ij x_ij, feature-major (a copy)."""
         return np.array(self.w_[:self.n_w], copy=True)
 
+    def final_w(self):
+        """w itself, not a copy, for a caller done with this solver (as DualCD.final_w)."""
+        return np.asarray(self.w_[:self.n_w])
+
     @property
     def rng_state(self):
         return self.rng
