@@ -57,7 +57,7 @@ import re
 import sys
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -297,8 +297,7 @@ def _fmt_label(x) -> str:
 # normalised (float / int / str) or raises _Bad with the reason.
 
 
-@dataclass(frozen=True)
-class _Kind:
+class _Kind(NamedTuple):
     read: Callable[[list], object]
     check: Callable[[object], object]
     fmt: Callable[[object], str]
@@ -467,8 +466,7 @@ def _sequence_shape(values) -> tuple:
     return (k * _width(values) + (k + 1) * k,)
 
 
-@dataclass(frozen=True)
-class _Task:
+class _Task(NamedTuple):
     check_labels: Optional[Callable[[list], None]]   # None: the task records no labels
     weight_shape: Callable[[dict], tuple]  # from the header's values (attribute names)
     keys: tuple = ()                       # task-specific header keys it requires
@@ -493,8 +491,7 @@ RESCALINGS = ("margin", "slack")
 # The header: keys in the order they are written. To add a key, add a line here (and a Model field).
 
 
-@dataclass(frozen=True)
-class _Key:
+class _Key(NamedTuple):
     name: str  # as spelled in the file
     attr: str  # Model attribute
     kind: _Kind
