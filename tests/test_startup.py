@@ -38,9 +38,12 @@ def _floor(code):
 def test_help_imports_no_numpy(args):
     mods = _modules(*args)
     assert "numpy" not in mods and not any(m.startswith("svmtrain._") for m in mods)
-    # click and svmtrain's own command line over the bare interpreter, nothing else of size
+    # click and svmtrain's own command line over the bare interpreter, nothing else of size: the
+    # rest (44; 47 for train --help, whose defaults come from the option records: dataclasses) is
+    # the standard library click itself imports (inspect, typing, uuid, datetime,
+    # and shutil for the terminal's width, which brings bz2, lzma, fnmatch)
     extra = {m for m in mods - _floor("pass") if not m.startswith(("click", "svmtrain"))}
-    assert len(extra) <= 40, sorted(extra)
+    assert len(extra) <= 48, sorted(extra)
 
 
 def test_training_imports_only_its_mode(tmp_path):
