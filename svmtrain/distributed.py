@@ -724,10 +724,25 @@ def _placements(client, futures):
 
 
 def _open_shard(block, task, path, C, geometry):
-    """A partition's shard (on its worker): its Problem and an empty offender cache."""
-    from svmtrain.solvers.oneslack import _Shard
+    """A partition's shard (on its worker): its Problem and an empty offender cache. Binary and
+    multiclass train on the partition's distinct rows, identical ones merged with their costs
+    summed (svmtrain.duplicates, as local 1-slack does: the same problem); the shard keeps the
+    original rows' costs and classes, so that `_shard_losses` prices every original row in file
+    order, as verify-bound does. kddcup99 binary's two halves have 2-3x fewer distinct rows."""
+    from svmtrain.duplicates import merge_identical
+    from svmtrain.solvers.oneslack import _Shard, _merges
     _register_sizes()
-    return _Shard(block, task.problem(block, path, C, geometry))
+    merged = merge_identical(block) if _merges(task) else None
+    if merged is None:
+        return _Shard(block, task.problem(block, path, C, geometry))
+    shard = _Shard(merged.block, task.problem(merged.block, path, C, geometry))
+    shard.original_costs, shard.inverse = task.costs(block, C), merged.inverse
+    return shard
+
+
+def _trained_rows(shard):
+    """(rows trained on, whether identical rows were merged) of a shard."""
+    return shard.block.n_rows, hasattr(shard, "inverse")
 
 
 def _shard_call(shard, fn, n_w, *args):
@@ -735,7 +750,12 @@ def _shard_call(shard, fn, n_w, *args):
 
 
 def _shard_losses(shard, task, w, geometry, C, path):
-    return _partition_losses_block(task, w, geometry, C, path, shard.block)
+    inverse = getattr(shard, "inverse", None)
+    if inverse is None:
+        return _partition_losses_block(task, w, geometry, C, path, shard.block)
+    # each original row's loss from its distinct row's violation (the same value, bit for bit)
+    v = shard.original_costs * task.violations(w, shard.block, path, geometry)[inverse]
+    return v[v > 0.0], len(v)
 
 
 def _qids(block):
@@ -787,6 +807,9 @@ class DaskShards:
         for f in self.shards:
             if f.status == "error":
                 f.result()                # the data error, named by file and line
+        # the rows trained on, when some partition merged identical ones (else 0, as LocalShards)
+        rows = client.gather([client.submit(_trained_rows, f, pure=False) for f in self.shards])
+        self.distinct_examples = sum(n for n, _ in rows) if any(m for _, m in rows) else 0
         # the shards hold the blocks; the scheduler keeps the load tasks to rebuild a lost shard
         for f in self.blocks:
             f.release()

@@ -300,6 +300,27 @@ def test_oneslack_on_dask_is_the_embedded_model(cluster, path, task, lines, C, e
         assert np.linalg.norm(w_d - w_e) <= bound
 
 
+def test_oneslack_on_dask_trains_on_distinct_rows_and_prices_every_row(cluster, tmp_path):
+    """Each partition merges its identical rows (heart_scale three times: 270 distinct of 810);
+    the certificate's primal is still verify-bound's sum over every row of the file, bit for bit,
+    and the model is the local one's within the gaps."""
+    from svmtrain import objective
+    from svmtrain.tasks.base import Geometry
+    path = tmp_path / "heart.x3"
+    path.write_bytes(HEART.read_bytes() * 3)
+    local = tmp_path / "local.model"
+    r = run("train", "-q", "-m", "1-slack", "-e", "1e-3", path, local)
+    assert r.exit_code == 0, r.output
+    e = read_model(local)
+    t, r, K = _oneslack_on(cluster.scheduler_address, path, "binary", 2, epsilon=1e-3)
+    assert K == 2 and r.converged and r.relative_gap <= 1e-3
+    assert r.distinct_examples == 2 * 270 and r.examples == 810   # each half: its own 270
+    block = data.load(str(path))
+    priced = objective.primal(t, r.w, Geometry(block.n_features, None), 1.0, [block], str(path))
+    assert priced.primal == r.primal and priced.examples == 810
+    assert r.dual <= e.primal and e.dual <= r.primal
+
+
 def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path, monkeypatch):
     path = _head(PENDIGITS, 200, tmp_path)
     models = [tmp_path / "a.model", tmp_path / "b.model"]

@@ -493,6 +493,7 @@ class LocalShards:
     def __init__(self, task, block, path, C, geometry, threads=1, merged=None):
         self.task, self.block, self.path, self.C, self.geometry = task, block, path, C, geometry
         self.merged = merged
+        self.distinct_examples = 0 if merged is None else merged.block.n_rows   # 0: none merged
         whole = task.problem(block, path, C, geometry)
         self.n_w = whole.n_w
         self.nonneg = getattr(whole, "nonneg", None)
@@ -771,7 +772,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                           planes=(ws.cols, ws.vals, ws.b.copy(), ws.beta.copy()),
                           oracle_passes=passes, cache_hits=hits, examples_scored=scored_total,
                           sample_iterations=0 if sample is None else sample.rounds,
-                          distinct_examples=0 if merged is None else merged.block.n_rows,
+                          distinct_examples=shards.distinct_examples,
                           interrupted=interrupt.requested())
 
 
