@@ -669,10 +669,10 @@ class _Source:
     def weights_body(self, start: int, n: int, w: np.ndarray, *, sparse: bool, rows: int = 1,
                      stop: Optional[str] = "end", what: str = "weights") -> None:
         """Lines start .. start+n-1, the next unread ones: one weight each, into the flat `w`
-        (dense: in order; sparse: `index:value`, indices increasing); with `rows` > 1, the
-        row-major rows x width matrix of the file is stored transposed (column-major) in `w`. The lines of the simple form
-        are parsed in C (`_reader.weight_lines`); any other is judged here, line by line, as the
-        format's grammar says. Truncation (the `stop` line or the end of the file before n lines)
+        (dense: in order; sparse: `index:value`, indices increasing); with `rows` > 1, the file's
+        row-major rows x width matrix is stored transposed (column-major) in `w`. The lines of
+        the simple form are parsed in C (`_reader.weight_lines`); any other is judged here, line
+        by line, as the format's grammar says. Truncation (the `stop` line or the end of the file before n lines)
         is reported first, wherever the body is also wrong."""
         from svmtrain._reader import weight_lines
         assert self._index(start) == len(self._held) and not self._body_len

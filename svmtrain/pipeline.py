@@ -140,10 +140,11 @@ class _Trace:
         if self.file:
             self.file.write(header + "\n")
 
-    def add(self, record, line: Optional[str] = None):
+    def add(self, record, line=None):
+        """`line`: the record's trace-file line, a function of it (formatted only for a file)."""
         self.stats.trace.append(record)
         if self.file and line is not None:
-            self.file.write(line + "\n")
+            self.file.write(line(record) + "\n")
             self.file.flush()
         if self.callback is not None:
             self.callback(record)
@@ -264,7 +265,7 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
     bar = epoch_bar(run.show_progress, mode.max_epochs)
 
     def on_epoch(r):
-        trace.add(r, _epoch_line(r))
+        trace.add(r, _epoch_line)
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"gap {r.relative_gap:.2e}")
@@ -407,8 +408,8 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
 
     def on_chunk(r):
         rel = relative_gap(r.upper, r.lower)
-        trace.add(r, f"{r.pass_} {r.examples} {r.cache} {r.lower!r} {r.upper!r} {rel!r} "
-                     f"{r.seconds:.6f} {r.solves} {r.epochs} {r.nbytes}")
+        trace.add(r, lambda r: f"{r.pass_} {r.examples} {r.cache} {r.lower!r} {r.upper!r} "
+                               f"{rel!r} {r.seconds:.6f} {r.solves} {r.epochs} {r.nbytes}")
         if bars and bars[-1] is not None:
             bars[-1].set_postfix_str(f"cache {r.cache}, gap {rel:.1e}", refresh=False)
 
@@ -520,9 +521,9 @@ def _train_budgeted(run: TrainingRun, stats: RunStats):
 
     def on_epoch(r):
         v = "-" if r.validation is None else repr(r.validation)
-        trace.add(r, f"{r.epoch} {r.seconds:.6f} {r.primal!r} {r.dual!r} {r.primal - r.dual!r} "
-                     f"{solver.relative_gap(r.primal, r.dual)!r} {r.merges} {r.support_vectors} "
-                     f"{v} {r.kernel_values}")
+        trace.add(r, lambda r: f"{r.epoch} {r.seconds:.6f} {r.primal!r} {r.dual!r} "
+                               f"{r.primal - r.dual!r} {solver.relative_gap(r.primal, r.dual)!r} "
+                               f"{r.merges} {r.support_vectors} {v} {r.kernel_values}")
         if bar is not None:
             bar.update(1)
 
@@ -576,13 +577,14 @@ def _train_user(run: TrainingRun, stats: RunStats, warn):
 
     def on_round(r):
         # latent rounds: comment lines, so the numeric lines keep one format
-        trace.add(r, f"# latent round {r.round} objective {r.objective!r} primal {r.primal!r} "
-                     f"dual {r.dual!r} relative_gap {r.relative_gap!r} epochs {r.epochs} "
-                     f"changed {r.changed} seconds {r.seconds:.6f}")
+        trace.add(r, lambda r: f"# latent round {r.round} objective {r.objective!r} "
+                               f"primal {r.primal!r} dual {r.dual!r} "
+                               f"relative_gap {r.relative_gap!r} epochs {r.epochs} "
+                               f"changed {r.changed} seconds {r.seconds:.6f}")
 
     def on_chunk(r):
-        trace.add(r, f"# pass {r.pass_} examples {r.examples} cache {r.cache} lower {r.lower!r} "
-                     f"upper {r.upper!r} seconds {r.seconds:.6f}")
+        trace.add(r, lambda r: f"# pass {r.pass_} examples {r.examples} cache {r.cache} "
+                               f"lower {r.lower!r} upper {r.upper!r} seconds {r.seconds:.6f}")
 
     online = None
     if isinstance(mode, OnlineDual):
@@ -603,7 +605,7 @@ def _train_user(run: TrainingRun, stats: RunStats, warn):
                                       max_epochs=mode.max_epochs, shrinking=mode.shrinking,
                                       threads=getattr(run.where, "threads", None) or 1,
                                       latent_rounds=p.latent_rounds,
-                                      on_epoch=lambda r: trace.add(r, _epoch_line(r)),
+                                      on_epoch=lambda r: trace.add(r, _epoch_line),
                                       on_round=on_round, on_chunk=on_chunk, online=online,
                                       solver_options=solver_options, examples=examples)
     except TaskError as e:
@@ -651,7 +653,7 @@ def _train_on_dask(run: TrainingRun, stats: RunStats):
                         s, task_class(p.task), path, zero_based=p.zero_based,
                         options=p.task_options(), C=p.C, bias=p.bias, epsilon=p.epsilon,
                         max_epochs=mode.max_epochs, seed=p.seed, shrinking=mode.shrinking,
-                        on_epoch=lambda r: trace.add(r, _epoch_line(r)))
+                        on_epoch=lambda r: trace.add(r, _epoch_line))
                     parts = result.partitions
         finally:
             trace.close()
@@ -711,7 +713,7 @@ def _oneslack_on_dask(s, run, path, trace, left):
         return distributed.train_oneslack(
             s, task_class(p.task), path, zero_based=p.zero_based, options=p.task_options(), C=p.C,
             bias=p.bias, start_state=start_state, epsilon=p.epsilon, max_epochs=mode.max_epochs,
-            seed=p.seed, on_epoch=lambda r: trace.add(r, _epoch_line(r)), **options)
+            seed=p.seed, on_epoch=lambda r: trace.add(r, _epoch_line), **options)
     except Exception as e:
         planes = getattr(e, "planes", None)
         if not (distributed.cluster_failure(e) and planes is not None and len(planes[2])
