@@ -723,7 +723,7 @@ def _placements(client, futures):
             if holders.get(f.key) else {} for f in futures]
 
 
-def _open_shard(block, task, path, C, geometry):
+def _open_shard(block, task, path, C, geometry, merge=True):
     """A partition's shard (on its worker): its Problem and an empty offender cache. Binary and
     multiclass train on the partition's distinct rows, identical ones merged with their costs
     summed (svmtrain.duplicates, as local 1-slack does: the same problem); the shard keeps the
@@ -732,17 +732,31 @@ def _open_shard(block, task, path, C, geometry):
     from svmtrain.duplicates import merge_identical
     from svmtrain.solvers.oneslack import _Shard, _merges
     _register_sizes()
-    merged = merge_identical(block) if _merges(task) else None
+    merged = merge_identical(block) if merge and _merges(task) else None
     if merged is None:
         return _Shard(block, task.problem(block, path, C, geometry))
     shard = _Shard(merged.block, task.problem(merged.block, path, C, geometry))
     shard.original_costs, shard.inverse = task.costs(block, C), merged.inverse
+    shard.original_cost = block.cost          # the file's cost: per row, for the sample start
     return shard
 
 
+def _shard_sample(shard, k):
+    """Every k-th row of the partition (of its original rows: identical rows as often as the
+    file has them), each cost times k: the partition's part of the sample start's rows."""
+    from svmtrain.solvers.oneslack import _every_kth
+    inverse = getattr(shard, "inverse", None)
+    if inverse is None:
+        return _every_kth(shard.block, k)
+    b, rows = shard.block, inverse[::k]
+    return data.Block(*data.take_rows(b, rows), b.target[rows], b.qid[rows],
+                      shard.original_cost[::k] * k, b.line[rows], b.n_features, 0)
+
+
 def _trained_rows(shard):
-    """(rows trained on, whether identical rows were merged) of a shard."""
-    return shard.block.n_rows, hasattr(shard, "inverse")
+    """(rows trained on, the partition's rows) of a shard."""
+    inverse = getattr(shard, "inverse", None)
+    return shard.block.n_rows, shard.block.n_rows if inverse is None else len(inverse)
 
 
 def _shard_call(shard, fn, n_w, *args):
@@ -767,7 +781,7 @@ class DaskShards:
     worker thread, kept in the workers' memory across iterations."""
 
     def __init__(self, s: Session, task_class, path, *, zero_based, options, C, bias,
-                 partitions_count=None):
+                 partitions_count=None, merge_duplicates=True):
         from svmtrain.tasks.base import Geometry
         if path == "-":
             raise NotListable("-: training on Dask reads the file on the workers, which cannot "
@@ -799,7 +813,8 @@ class DaskShards:
         self.geometry = Geometry(n_features, bias)
         self.n_w = self.task.n_weights(self.geometry)
         self.nonneg = None
-        self.shards = [client.submit(_open_shard, b, self.task, path, C, self.geometry, pure=False,
+        self.shards = [client.submit(_open_shard, b, self.task, path, C, self.geometry,
+                                     merge_duplicates, pure=False,
                                      workers=[slots[k % len(slots)]], allow_other_workers=True)
                        for k, b in enumerate(self.blocks)]
         from distributed import wait
@@ -809,7 +824,9 @@ class DaskShards:
                 f.result()                # the data error, named by file and line
         # the rows trained on, when some partition merged identical ones (else 0, as LocalShards)
         rows = client.gather([client.submit(_trained_rows, f, pure=False) for f in self.shards])
-        self.distinct_examples = sum(n for n, _ in rows) if any(m for _, m in rows) else 0
+        self.n_rows = sum(n for _, n in rows)
+        trained = sum(n for n, _ in rows)
+        self.distinct_examples = trained if trained != self.n_rows else 0
         # the shards hold the blocks; the scheduler keeps the load tasks to rebuild a lost shard
         for f in self.blocks:
             f.release()
@@ -858,6 +875,13 @@ class DaskShards:
         return [{"workers": list(holders[f.key]), "allow_other_workers": True}
                 if holders.get(f.key) else {} for f in self.shards]
 
+    def sample(self, k):
+        """Every k-th row of each partition, costs times k, gathered here: the rows of the sample
+        start (svmtrain.solvers.oneslack), which runs in this process."""
+        return data.concat_blocks(self.client.gather(
+            [self.client.submit(_shard_sample, shard, k, pure=False, **where)
+             for shard, where in zip(self.shards, self._placements())]))
+
     def price(self, w):
         """P(w) and the number of examples, summed as verify-bound sums them (file order)."""
         from svmtrain.objective import PrimalAccumulator
@@ -900,7 +924,8 @@ def train_oneslack(s: Session, task_class, path, *, zero_based, options, C, bias
     sent = worker_path(path)
     with _named_as_given(path, sent):
         shards = DaskShards(s, task_class, sent, zero_based=zero_based, options=options, C=C,
-                            bias=bias, partitions_count=partitions_count)
+                            bias=bias, partitions_count=partitions_count,
+                            merge_duplicates=solver_options.get("merge_duplicates", True))
         if start_state is not None:
             solver_options["start"] = start_state(shards.task, shards.n_w)
         K = shards.partitions

@@ -204,7 +204,7 @@ class OneSlack:
     drop_inactive: int = 50
     in_out: float = 0.1
     sample_start: int = 10
-    merge_duplicates: Optional[bool] = None      # None: merge, except on Dask (rows stay as read)
+    merge_duplicates: Optional[bool] = None      # None: merge (on Dask, within each partition)
     name = "1-slack"
 
     def check(self):
@@ -576,8 +576,6 @@ def check_run(problem: Problem, mode, controls: Controls, where, *, model_format
             if value:
                 raise OptionError(f"{_CONTROL_FLAGS[key]} does not run on Dask yet: leave out "
                                   f"{flag}", flag)
-        if name == "1-slack" and mode.merge_duplicates:
-            raise OptionError(f"--merge-duplicates does not run on Dask yet: leave out {flag}", flag)
     if model_format == "liblinear" and problem.zero_based:
         raise OptionError("--format liblinear cannot record zero-based feature indices")
     if model_format == "liblinear" and task != "binary":

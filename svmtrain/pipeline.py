@@ -700,7 +700,6 @@ def _oneslack_on_dask(s, run, path, trace, left):
 
     p, mode = run.problem, run.mode
     options = mode.solver_options()
-    options.pop("merge_duplicates")      # the workers keep their rows as read
     warm = run.controls.warm_start
 
     def start_state(task, n_w):

@@ -321,6 +321,25 @@ def test_oneslack_on_dask_trains_on_distinct_rows_and_prices_every_row(cluster, 
     assert r.dual <= e.primal and e.dual <= r.primal
 
 
+def test_oneslack_on_dask_starts_from_a_sample_of_every_partition(cluster, tmp_path, monkeypatch):
+    """The sample start on Dask: every k-th row of each partition comes to the client, whose
+    1-slack solution is the first query point; the run is still certified on every row."""
+    from svmtrain.solvers import oneslack
+    monkeypatch.setattr(oneslack, "SAMPLE_MIN_EXAMPLES", 50)
+    path = tmp_path / "heart.x3"
+    path.write_bytes(HEART.read_bytes() * 3)
+    t, r, K = _oneslack_on(cluster.scheduler_address, path, "binary", 2, epsilon=1e-3,
+                           sample_start=3)
+    assert K == 2 and r.converged and r.relative_gap <= 1e-3 and r.sample_iterations > 0
+    one, r1, _ = _oneslack_on(cluster.scheduler_address, HEART, "binary", 1, epsilon=1e-3,
+                              sample_start=3)
+    local = oneslack.train_oneslack(one, data.load(str(HEART)), str(HEART), C=1.0, bias=None,
+                                    epsilon=1e-3, max_epochs=2000, seed=1, sample_start=3)
+    # one partition: the local run's sample, solution and certificate, bit for bit
+    assert r1.sample_iterations == local.sample_iterations > 0
+    assert np.array_equal(r1.w, local.w) and (r1.primal, r1.dual) == (local.primal, local.dual)
+
+
 def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path, monkeypatch):
     path = _head(PENDIGITS, 200, tmp_path)
     models = [tmp_path / "a.model", tmp_path / "b.model"]

@@ -272,14 +272,10 @@ def test_cli_threads_give_the_same_model_file(shared, tmp_path):
     assert out[0] == out[1]
 
 
-def test_merge_option_is_for_one_slack_and_local_training(shared, tmp_path):
+def test_merge_option_is_for_one_slack(shared, tmp_path):
     r = run("train", "--mode", "n-slack", "--no-merge-duplicates", "x", "y")
     assert r.exit_code == 2 and "--merge-duplicates" in r.output
-    # asked for on Dask (whose workers keep their rows as read): refused before any data is read
-    r = run("train", "--mode", "1-slack", "--workers", "1", "--merge-duplicates",
-            tmp_path / "missing", tmp_path / "m")
-    assert r.exit_code == 2 and "--merge-duplicates does not run on Dask" in r.output
-    assert not (tmp_path / "m").exists()
+    assert not (tmp_path / "y").exists()
 
 
 @pytest.mark.parametrize("threads", [1, 2])

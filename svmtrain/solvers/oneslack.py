@@ -585,6 +585,10 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
             merged = merge_identical(block)
             block = block if merged is None else merged.block
         shards = LocalShards(task, block, path, C, geometry, threads, merged)
+    elif hasattr(shards, "sample"):
+        # an executor elsewhere (Dask) sends every k-th row of its partitions here
+        sample = _sample_start(task, shards, path, C, shards.geometry, threads, sample_start,
+                               epsilon, max_epochs, start, in_out, screen, merge_duplicates)
     geometry = shards.geometry
     n_w = shards.n_w
     aggregated = task.aggregates_offenders
@@ -797,7 +801,9 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
     if (k < 2 or start is not None or task.grouping != "row" or not _screens(task)
             or block.n_rows // k < SAMPLE_MIN_EXAMPLES):
         return None
-    sample = _every_kth(block, k)
+    # `block`: the rows, or an executor whose partitions are elsewhere (Dask) and which sends
+    # every k-th row of each (`sample`): the same rows when there is one partition
+    sample = _every_kth(block, k) if isinstance(block, Block) else block.sample(k)
     return train_oneslack(task, sample, path, C=C, bias=geometry.bias,
                           epsilon=max(epsilon, SAMPLE_EPSILON), max_epochs=max_epochs, seed=0,
                           threads=threads, in_out=in_out, screen=screen, sample_start=k,
