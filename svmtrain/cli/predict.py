@@ -1,7 +1,5 @@
 """svmtrain predict: labels or decision values for a data file, and the task's metric."""
 
-import json
-
 import click
 
 from svmtrain.cli.options import (load_user_task, task_module_options, InputError, dask_options, dask_where, data_path, json_option,
@@ -36,6 +34,7 @@ def predict(test_file, model_file, output, scores, as_json, quiet, workers, sche
                              task=task,
                              progress=show_progress(quiet or output in (None, "-")))
     if as_json:
+        import json
         click.echo(json.dumps(result.metrics))
     elif not quiet:
         click.echo(result.line, err=True)

@@ -1,6 +1,5 @@
 """svmtrain verify-bound: certify a model with one streaming pass over its training data."""
 
-import json
 import sys
 
 import click
@@ -40,6 +39,7 @@ def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, worke
         for warning in v.warnings:
             click.echo(f"svmtrain: warning: {warning}", err=True)
     if as_json:
+        import json
         click.echo(json.dumps({"primal": v.primal, "dual": v.dual, "gap": v.gap,
                                "relative_gap": v.relative_gap, "examples": v.examples,
                                "tolerance": v.tolerance, "certified": v.certified}))
