@@ -188,8 +188,16 @@ def _kind_table(scale, margin, C, int64_t few=16):
                 m += 1
             ix[i] = <int32_t>j
     if overflow:
-        rows, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
-        return rows.view(np.float64), inverse.reshape(-1).astype(np.int32)
+        # np.unique(axis=0)'s table and inverse, by a sort on the three columns (np.unique sorts
+        # rows as records: 10x slower, 30 ms a round for a sequence cache of 60,000 constraints)
+        order = np.lexsort((cols[2], cols[1], cols[0]))
+        ordered = np.stack(cols, axis=1)[order]
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+        inverse = np.empty(n, dtype=np.int32)
+        inverse[order] = np.cumsum(new) - 1
+        return ordered[new].view(np.float64), inverse
     return table[:m].view(np.float64), index
 
 

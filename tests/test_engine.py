@@ -618,3 +618,20 @@ def test_crammer_singer_groups_are_recognised_and_shrink_like_liblinear():
         sol = solve(c, epsilon=1e-11, max_epochs=50000, seed=3, shrinking=shrinking)
         assert sol.converged and sol.dual == pytest.approx(opt, rel=1e-8)
         assert np.all(sol.alpha[c.C_group[c.group] == 0.0] == 0.0)
+
+
+def test_kind_table_past_a_handful_is_np_uniques():
+    """Past 16 distinct (scale, margin, C) triples the engine's table comes from a sort on the
+    three columns: the same rows (bit patterns: -0.0 is its own kind) and inverse as np.unique's."""
+    from svmtrain._engine import _kind_table
+    rng = np.random.default_rng(1)
+    for n in (5, 17, 1000):
+        scale, margin, C = rng.integers(-2, 3, n) * 0.5, rng.integers(0, 40, n) * 1.0, np.full(n, 0.1)
+        margin[::7], C[::3] = -0.0, 0.2
+        rows, inverse = _kind_table(scale, margin, C)
+        bits = np.stack([a.view(np.int64) for a in (scale, margin, C)], axis=1)
+        assert np.array_equal(rows[inverse].view(np.int64), bits)
+        if n > 16:
+            ref_rows, ref_inverse = np.unique(bits, axis=0, return_inverse=True)
+            assert np.array_equal(rows.view(np.int64), ref_rows)
+            assert np.array_equal(inverse, ref_inverse.ravel())
