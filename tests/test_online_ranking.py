@@ -172,3 +172,32 @@ def test_same_seed_same_model_and_the_primal_is_verify_bounds(tmp_path):
     assert np.array_equal(a.w, b.w) and a.dual == b.dual
     value = objective.primal(task, a.w, a.geometry, opt.C, data.iter_blocks(OHSUMED), OHSUMED)
     assert a.dual <= value.primal and (value.primal - a.dual) / value.primal <= 1e-3
+
+
+def test_summed_rows_against_dense_sums():
+    """Each group's rows times their coefficients, summed: the dense sums, columns past n_cols
+    left out, exact zeros dropped, columns increasing; bad arguments are ValueErrors."""
+    from svmtrain._oracles import summed_rows
+    rng = np.random.default_rng(5)
+    dense = rng.normal(size=(30, 12)) * (rng.random((30, 12)) < 0.4)
+    indptr = np.concatenate(([0], np.cumsum((dense != 0).sum(1)))).astype(np.int64)
+    indices = np.nonzero(dense)[1].astype(np.int64)
+    values = dense[dense != 0]
+    rows = np.array([3, 7, 7, 0, 29, 11, 4, 4], np.int64)
+    coef = np.array([1.0, -2.0, 0.5, 3.0, -1.0, 1.0, 1.0, -1.0])
+    groups = np.array([0, 3, 3, 6, 8], np.int64)          # the second group is empty
+    ptr, cols, sums = summed_rows(indptr, indices, values, rows, coef, groups, 10)
+    assert len(ptr) == 5 and ptr[0] == 0 and ptr[-1] == len(cols) == len(sums)
+    for g in range(4):
+        want = sum((coef[i] * dense[rows[i], :10] for i in range(groups[g], groups[g + 1])),
+                   np.zeros(10))
+        got = np.zeros(10)
+        c = cols[ptr[g]:ptr[g + 1]]
+        assert np.all(np.diff(c) > 0) and np.all(sums[ptr[g]:ptr[g + 1]] != 0)
+        got[c] = sums[ptr[g]:ptr[g + 1]]
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+    assert ptr[2] == ptr[1] and ptr[4] == ptr[3]         # empty; row 4 minus itself
+    with pytest.raises(ValueError, match="rows"):
+        summed_rows(indptr, indices, values, np.array([30]), np.ones(1), np.array([0, 1]), 10)
+    with pytest.raises(ValueError, match="group_ptr"):
+        summed_rows(indptr, indices, values, rows, coef, np.array([0, 9]), 10)

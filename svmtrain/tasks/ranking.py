@@ -8,6 +8,10 @@ For every pair of documents (a, b) of one query with target_a > target_b, the co
 P(w) = 1/2 ||w||^2 + sum_q C_q sum_{(a,b) in q} max(0, 1 - w.(x_a - x_b)). The primal is priced
 per query in O(m log m) without listing pairs. Queries are named by `qid:` and need not be sorted
 or contiguous; a bias feature cancels in every pair and is not used. Predictions are scores.
+
+n-slack lists the pairs (`all_constraints`), 1-slack sums them into its plane without listing
+(`aggregated_offender`); online-dual treats a query as one example whose constraints are sets of
+its pairs (`worst_offenders`), the same primal with one slack per query.
 """
 
 import zlib
