@@ -71,7 +71,7 @@ primal is the per-pair one; the dual over these constraints is the per-pair dual
 pair weights that are sums of set weights, so D stays a true lower bound (and loses nothing at the
 optimum: pair weights in [0, C_q] are sums of nested level sets). The cache then holds a few
 constraints per query (one per look it was violated at), each at most n_cols entries, instead of
-every pair (one pass on ohsumed, C 0.01: 367,663 pairs cached before, not certified). Queries are
+every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS). Queries are
 streamed whole, in shuffled windows like sentences, and must be contiguous in the file (a qid met
 again after other queries is refused, file and line). The schedule is the structured one with two
 ranking settings (Ranking.online_raise_share, online_looks): a window is done when a sweep raised
