@@ -71,11 +71,11 @@ primal is the per-pair one; the dual over these constraints is the per-pair dual
 pair weights that are sums of set weights, so D stays a true lower bound (and loses nothing at the
 optimum: pair weights in [0, C_q] are sums of nested level sets). The cache then holds a few
 constraints per query (one per look it was violated at), each at most n_cols entries, instead of
-every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS). Queries are
-streamed whole, in shuffled windows like sentences, and must be contiguous in the file (a qid met
-again after other queries is refused, file and line). The schedule is the structured one with two
-ranking settings (Ranking.online_raise_share, online_looks): a window is done when a sweep raised
-UB by at most a quarter of epsilon UB, at most 40 looks. Measured in process on ohsumed Fold 1
+every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS).
+Queries are streamed whole, in shuffled windows like sentences, and must be contiguous in the
+file (a qid met again after other queries is refused, file and line). The schedule is the
+structured one with two ranking settings (Ranking.online_raise_share, online_looks): a window is
+done when a sweep raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in process on ohsumed Fold 1
 train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
 and the sentences' epsilon certified 1.3e-2; 40 looks with half of epsilon 6.2e-4 to 7.0e-4
 over seeds 1-4 (0.5-0.7 s of CPU, ~1,800 constraints), with a quarter 5.7e-4 to 8.0e-4; on its
