@@ -75,8 +75,8 @@ every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB
 Queries are streamed whole, in shuffled windows like sentences, and must be contiguous in the
 file (a qid met again after other queries is refused, file and line). The schedule is the
 structured one with two ranking settings (Ranking.online_raise_share, online_looks): a window is
-done when a sweep raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in process on ohsumed Fold 1
-train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
+done when a sweep raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in
+process on ohsumed Fold 1 train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
 and the sentences' epsilon certified 1.3e-2; 40 looks with half of epsilon 6.2e-4 to 7.0e-4
 over seeds 1-4 (0.5-0.7 s of CPU, ~1,800 constraints), with a quarter 5.7e-4 to 8.0e-4; on its
 first 12 queries half of epsilon left one seed of six at 1.3e-3, a quarter certified all six
