@@ -67,26 +67,25 @@ but a query's pair terms are one max: C_q sum_pairs max(0, 1 - w.(x_a - x_b)) = 
 sets S of (|S| - w.sum_S (x_a - x_b)), reached at S = the violated pairs. So a query is one
 structured example: its worst offender is S (found in O(m log m), no pair listed), its constraint
 sum_S (x_a - x_b) summed into one row of the features, its slack group the query (budget C_q). The
-primal is the per-pair one; the dual over these constraints is the per-pair dual restricted to
-pair weights that are sums of set weights, so D stays a true lower bound (and loses nothing at the
+primal is the per-pair one; the dual over these constraints is the per-pair dual restricted to pair
+weights that are sums of set weights, so D stays a true lower bound (and loses nothing at the
 optimum: pair weights in [0, C_q] are sums of nested level sets). The cache then holds a few
 constraints per query (one per look it was violated at), each at most n_cols entries, instead of
-every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS).
-Queries are streamed whole, in shuffled windows like sentences, and must be contiguous in the
-file (a qid met again after other queries is refused, file and line). The schedule is the
-structured one with two ranking settings (Ranking.online_raise_share, online_looks): a window is
-done when a sweep raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in
-process on ohsumed Fold 1 train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
-and the sentences' epsilon certified 1.3e-2; 40 looks with half of epsilon 6.2e-4 to 7.0e-4
-over seeds 1-4 (0.5-0.7 s of CPU, ~1,800 constraints), with a quarter 5.7e-4 to 8.0e-4; on its
-first 12 queries half of epsilon left one seed of six at 1.3e-3, a quarter certified all six
-(at most 6.6e-4). One row per constraint instead of its query's rows (~150 x 45 entries) took a
-one-pass run from 7.1 s of CPU to 0.9 s. C 0.62 (svm_rank's setting) is harder: one pass at
-these defaults certifies only 0.13; --chunk 4 --window-looks 100 certifies 8.7e-4 in 13 s of
-CPU. In one run of bench/onlinerankbench.py (CPU of each process, imports included), C 0.01: one
-pass certified 8.0e-4 in 1.09 s against n-slack's 1.77 s and 1-slack's 0.48 s, 79 MB peak RSS
-against 154 and 53, 1,916 constraints (1/192 of the pairs, 1.3 MB), test NDCG@10 0.4745 against
-n-slack's 0.4656.
+every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS). Queries
+are streamed whole, in shuffled windows like sentences, and must be contiguous in the file (a qid
+met again after other queries is refused, file and line). The schedule is the structured one with
+two ranking settings (Ranking.online_raise_share, online_looks): a window is done when a sweep
+raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in process on ohsumed
+Fold 1 train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
+and the sentences' epsilon certified 1.3e-2; 40 looks with half of epsilon 6.2e-4 to 7.0e-4 over
+seeds 1-4 (0.5-0.7 s of CPU, ~1,800 constraints), with a quarter 5.7e-4 to 8.0e-4; on its first 12
+queries half of epsilon left one seed of six at 1.3e-3, a quarter certified all six (at most
+6.6e-4). One row per constraint instead of its query's rows (~150 x 45 entries) took a one-pass run
+from 7.1 s of CPU to 0.9 s. C 0.62 (svm_rank's setting) is harder: one pass at these defaults
+certifies only 0.13; --chunk 4 --window-looks 100 certifies 8.7e-4 in 13 s of CPU. In one run of
+bench/onlinerankbench.py (CPU of each process, imports included), C 0.01: one pass certified 8.0e-4
+in 1.09 s against n-slack's 1.77 s and 1-slack's 0.48 s, 79 MB peak RSS against 154 and 53, 1,916
+constraints (1/192 of the pairs, 1.3 MB), test NDCG@10 0.4745 against n-slack's 0.4656.
 
 Admission. Alg. 2 caches an example when it is violated beyond the slack it pays. An example that
 the w of its moment satisfies by a hair is violated once w moves, and one pass does not come back
