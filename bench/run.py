@@ -6,7 +6,8 @@ one run, never asserted. See bench/README.md.
 Benchmarks: reader, solver, end-to-end, plateau, the group `tasks` (multiclass, regression,
 ranking, sequence; bench/taskbench.py), `oneslack` (agreement, scaling, speed, threads of the
 1-slack mode; bench/oneslackbench.py), `budgeted` (BSCA, BSGD, SVC; bench/budgetbench.py),
-`controls` (bench/controlbench.py), `online` (the online-dual mode; bench/onlinebench.py), `dask`
+`controls` (bench/controlbench.py), `online` (the online-dual mode; bench/onlinebench.py),
+`online-ranking` (online-dual ranking against n-slack and 1-slack; bench/onlinerankbench.py), `dask`
 (1 and 2 Dask workers; bench/daskbench.py) and `footprint` (whole-process time and peak memory
 against the peers' command-line programs; bench/footprint.py). Prints
 one table per benchmark and writes
@@ -38,6 +39,7 @@ import modebench  # noqa: E402
 import footprint  # noqa: E402
 import oneslackbench as oneslack  # noqa: E402
 import onlinebench as online  # noqa: E402
+import onlinerankbench as online_ranking  # noqa: E402
 import taskbench as tasks  # noqa: E402
 from _common import (BIN, PEERS, ROOT, Data, Skip, SmokeData, Table, best_of, environment,  # noqa: E402
                      fr, fs, run_timed, warm, write_results)
@@ -375,7 +377,7 @@ def bench_plateau(data, quick, repeat):
 
 BENCHMARKS = {"reader": bench_reader, "solver": bench_solver, "end-to-end": bench_end_to_end,
               "plateau": bench_plateau, **tasks.BENCHMARKS, **oneslack.BENCHMARKS,
-              **budgetbench.BENCHMARKS, **controls.BENCHMARKS, **online.BENCHMARKS,
+              **budgetbench.BENCHMARKS, **controls.BENCHMARKS, **online.BENCHMARKS, **online_ranking.BENCHMARKS,
               **daskbench.BENCHMARKS, **modebench.BENCHMARKS, **footprint.BENCHMARKS}
 GROUPS = {"tasks": list(tasks.BENCHMARKS),     # --only tasks = all four
           "oneslack": list(oneslack.BENCHMARKS),

@@ -925,3 +925,78 @@ def ndcg_at_k(scores, targets, query_ptr, order, int64_t k=10):
                 i = j
             o[qi] = dcg / idcg
     return out
+
+
+def summed_rows(indptr, indices, data, rows, coef, group_ptr, int64_t n_cols):
+    """Each group's rows summed into one sparse row: (indptr, indices, data) of the sums, CSR.
+
+        sum_g = sum_{i in group_ptr[g]:group_ptr[g+1]} coef[i] * X[rows[i]]
+
+    over X = (indptr, indices, data), columns below n_cols only (those past it are the ones a
+    model's scores ignore); entries that sum to exactly 0 are dropped, the columns of a sum come
+    in increasing order. The ranking task's constraint of a query, sum over its violated pairs of
+    x_a - x_b, is one such sum: a cached constraint is then one row of at most n_cols entries, not
+    the query's m rows. O(nnz of the rows) with a dense accumulator of n_cols, plus a sort of each
+    sum's columns.
+    """
+    ip = _csr_pointers(indptr, np.asarray(indices).shape[0])
+    ix = _array(indices, np.int64, 1, "indices")
+    dv = _array(data, np.float64, 1, "data")
+    if dv.shape[0] != ix.shape[0]:
+        raise ValueError(f"data has {dv.shape[0]} entries, indices {ix.shape[0]}")
+    r_a = _array(rows, np.int64, 1, "rows")
+    c_a = _array(coef, np.float64, 1, "coef")
+    if c_a.shape[0] != r_a.shape[0]:
+        raise ValueError(f"coef has {c_a.shape[0]} entries, rows {r_a.shape[0]}")
+    n_rows = ip.shape[0] - 1
+    if r_a.shape[0] and (r_a.min() < 0 or r_a.max() >= n_rows):
+        raise ValueError(f"rows must lie in [0, {n_rows})")
+    gp = _pointers(group_ptr, r_a.shape[0], "group_ptr", "groups")
+    if n_cols < 0:
+        raise ValueError(f"n_cols must be >= 0, got {n_cols}")
+    cdef int64_t total = int((ip[r_a + 1] - ip[r_a]).sum()) if r_a.shape[0] else 0
+    out_ptr_a = np.zeros(gp.shape[0], dtype=np.int64)
+    out_col_a = np.empty(total, dtype=np.int64)
+    out_val_a = np.empty(total, dtype=np.float64)
+    acc_a = np.zeros(max(n_cols, 1), dtype=np.float64)
+    mark_a = np.full(max(n_cols, 1), -1, dtype=np.int64)
+    cdef const int64_t[::1] p = ip
+    cdef const int64_t[::1] col = ix
+    cdef const double[::1] val = dv
+    cdef const int64_t[::1] rv = r_a
+    cdef const double[::1] cv = c_a
+    cdef const int64_t[::1] g = gp
+    cdef int64_t[::1] optr = out_ptr_a
+    cdef int64_t[::1] ocol = out_col_a
+    cdef double[::1] oval = out_val_a
+    cdef double[::1] acc = acc_a
+    cdef int64_t[::1] mark = mark_a
+    cdef int64_t n_groups = gp.shape[0] - 1, k, i, t, j, start, at = 0, u
+    cdef double c
+    with nogil:
+        for k in range(n_groups):
+            start = at
+            for i in range(g[k], g[k + 1]):
+                c = cv[i]
+                for t in range(p[rv[i]], p[rv[i] + 1]):
+                    j = col[t]
+                    if j < 0 or j >= n_cols:
+                        continue
+                    if mark[j] != k:
+                        mark[j] = k
+                        acc[j] = 0.0
+                        ocol[at] = j
+                        at += 1
+                    acc[j] += c * val[t]
+            if at > start:
+                qsort(&ocol[start], at - start, sizeof(int64_t), _cmp_int64)
+            u = start
+            for t in range(start, at):
+                j = ocol[t]
+                if acc[j] != 0.0:
+                    ocol[u] = j
+                    oval[u] = acc[j]
+                    u += 1
+            at = u
+            optr[k + 1] = at
+    return out_ptr_a, out_col_a[:at].copy(), out_val_a[:at].copy()

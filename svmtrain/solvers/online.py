@@ -21,10 +21,10 @@ standard input), so memory is bounded by the cache and one chunk, never by the d
 
 Order (shuffle windows). Alg. 2 assumes the examples come in no particular order; files often come
 sorted (runs of one label, drift). A window of at most `shuffle_window` examples and at most
-`window_rows` rows is read at a time (whole examples: sentences stay whole; ranking streams a query
-at a time, in file order) and visited in a random order fixed by (seed, pass, the window's first
-row); the row bound keeps a window's memory bounded however long its examples are (100,000
-sentences of UD English are 1.6 million rows), so a file repeated k times costs the memory of one
+`window_rows` rows is read at a time (whole examples: sentences and queries stay whole) and
+visited in a random order fixed by (seed, pass, the window's first row); the row bound keeps a
+window's memory bounded however long its examples are (100,000 sentences of UD English are 1.6
+million rows), so a file repeated k times costs the memory of one
 window, not k. Before a window is let go its examples, still in memory, are looked at again against
 the current w (LaRank's process-old: an example that looked hard tends to stay hard, and its worst
 offender under the w of its first visit is not the one under the current w); the file is still read
@@ -61,6 +61,31 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
+
+Ranking (one slack per query; Ranking.worst_offenders). The task has a slack per preference pair,
+but a query's pair terms are one max: C_q sum_pairs max(0, 1 - w.(x_a - x_b)) = C_q max over pair
+sets S of (|S| - w.sum_S (x_a - x_b)), reached at S = the violated pairs. So a query is one
+structured example: its worst offender is S (found in O(m log m), no pair listed), its constraint
+sum_S (x_a - x_b) summed into one row of the features, its slack group the query (budget C_q). The
+primal is the per-pair one; the dual over these constraints is the per-pair dual restricted to pair
+weights that are sums of set weights, so D stays a true lower bound (and loses nothing at the
+optimum: pair weights in [0, C_q] are sums of nested level sets). The cache then holds a few
+constraints per query (one per look it was violated at), each at most n_cols entries, instead of
+every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS). Queries
+are streamed whole, in shuffled windows like sentences, and must be contiguous in the file (a qid
+met again after other queries is refused, file and line). The schedule is the structured one with
+two ranking settings (Ranking.online_raise_share, online_looks): a window is done when a sweep
+raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in process on ohsumed
+Fold 1 train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
+and the sentences' epsilon certified 1.3e-2; 40 looks with half of epsilon 6.2e-4 to 7.0e-4 over
+seeds 1-4 (0.5-0.7 s of CPU, ~1,800 constraints), with a quarter 5.7e-4 to 8.0e-4; on its first 12
+queries half of epsilon left one seed of six at 1.3e-3, a quarter certified all six (at most
+6.6e-4). One row per constraint instead of its query's rows (~150 x 45 entries) took a one-pass run
+from 7.1 s of CPU to 0.9 s. C 0.62 (svm_rank's setting) is harder: one pass at these defaults
+certifies only 0.13; --chunk 4 --window-looks 100 certifies 8.7e-4 in 13 s of CPU. In one run of
+bench/onlinerankbench.py (CPU of each process, imports included), C 0.01: one pass certified 8.0e-4
+in 1.09 s against n-slack's 1.77 s and 1-slack's 0.48 s, 79 MB peak RSS against 154 and 53, 1,916
+constraints (1/192 of the pairs, 1.3 MB), test NDCG@10 0.4745 against n-slack's 0.4656.
 
 Admission. Alg. 2 caches an example when it is violated beyond the slack it pays. An example that
 the w of its moment satisfies by a hair is violated once w moves, and one pass does not come back
@@ -120,7 +145,8 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 3              # 2: the shuffle window's position; 3: its rows and UB raise
+STATE_VERSION = 4              # 2: the shuffle window's position; 3: its rows and UB raise;
+                               # 4: ranking caches one slack per query, not per pair
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -372,7 +398,11 @@ class OnlineDual:
         self.row_of = None              # window row -> row store row (-1: not stored), see _chunks
         self.chunk_rows = None          # the window rows of the chunk being explored
         self.looks = (opt.window_looks if opt.window_looks is not None
-                      else DEFAULT_STRUCTURED_LOOKS if self.structured else DEFAULT_WINDOW_LOOKS)
+                      else getattr(task, "online_looks", None) or (
+                          DEFAULT_STRUCTURED_LOOKS if self.structured else DEFAULT_WINDOW_LOOKS))
+        # a window is done when a sweep raised UB by at most raise_share * epsilon * UB (ranking's
+        # own share: see the module docstring)
+        self.raise_share = float(getattr(task, "online_raise_share", 1.0))
         self.revisit = False            # the chunk is a window's second look (not counted again)
         self.added_in_pass = 0          # constraints added in the current pass
         self.pass_solves = 0            # re-optimisations when the current pass began
@@ -472,8 +502,8 @@ class OnlineDual:
 
     @property
     def shuffles(self):
-        """Whether the examples are visited in shuffled windows (not ranking: a query at a time)."""
-        return self.opt.shuffle_window > 0 and self.stream_grouping != "queries"
+        """Whether the examples are visited in shuffled windows."""
+        return self.opt.shuffle_window > 0
 
     def _chunks(self, progress):
         """(chunk, positional ids or None) of whole examples of the current pass, after the rows
@@ -507,7 +537,9 @@ class OnlineDual:
         for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows):
             starts = _example_starts(window, grouping)
             n = len(starts) - 1
-            if grouping == "consecutive":
+            if self.stream_grouping == "queries":      # a query met once in the pass
+                window_qids = self._check_queries(window)
+            elif grouping == "consecutive":
                 _check_runs(window, starts, self.path)
             rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
             # the window's rows already in the row store: later sweeps' constraints share them
@@ -526,6 +558,8 @@ class OnlineDual:
                 self.chunk_rows, chunk = _take_examples(window, starts, take)
                 yield chunk, self.examples_done + take
             self.row_digest.add(window)
+            if self.stream_grouping == "queries":
+                self.qids_done |= window_qids
             self.rows_done += window.n_rows
             self.examples_done += n
             self.window_done = self.window_added = 0
@@ -539,7 +573,7 @@ class OnlineDual:
         would not have asked for a re-optimisation (Alg. 2's test, over the whole sweep)."""
         if sweep > self.looks or self.window_added == 0:
             return True
-        if not self.structured or self.window_raise > self.opt.epsilon * self.UB:
+        if not self.structured or self.window_raise > self.raise_share * self.opt.epsilon * self.UB:
             return False
         if self.UB - self.LB <= self.opt.epsilon * self.UB:
             return True
@@ -575,8 +609,8 @@ class OnlineDual:
         """Alg. 2 lines 4-10 for every example of the chunk; `ids`: the examples' positions in the
         file (None: the chunk is the next in file order)."""
         task, opt = self.task, self.opt
-        if self.stream_grouping == "queries":
-            self._check_queries(chunk)
+        if self.stream_grouping == "queries" and ids is None:    # (shuffled: when its window is read)
+            self.qids_done |= self._check_queries(chunk)
         data.check_training_rows(chunk, self.path, self.opt.zero_based)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
             # at least one column: then every class block has a width, and a term's offset tells
@@ -591,7 +625,10 @@ class OnlineDual:
             _, cand = task.worst_offenders(self.w, problem, chunk)
         except NotImplementedError:       # a task without an oracle lists its constraints
             cand = task.all_constraints(problem, chunk)
-        n_examples = len(problem.C)
+        # the examples' costs: ranking's examples are queries (one slack each, see Ranking), its
+        # problem.C are per pair
+        C_of = problem.C if problem.C_example is None else problem.C_example
+        n_examples = len(C_of)
         if self._keyed:
             ids_of = np.asarray(task.example_keys(chunk, self.path), np.int64)
         elif ids is not None:
@@ -612,7 +649,7 @@ class OnlineDual:
         best = np.sort(order[first])
         g_best = g[best]
         local = cand.group[best]
-        C_best = problem.C[local]
+        C_best = C_of[local]
         gid = ids_of[local]
         # the slack each example already pays in the cache (0 when it has no constraint there)
         xi = np.zeros(len(best))
@@ -689,15 +726,22 @@ class OnlineDual:
             store.moved = None
 
     def _check_queries(self, chunk):
-        """Ranking streams query by query: a query's lines must be together in the file."""
+        """Ranking streams query by query: a query's lines must be together in the file. Returns
+        the chunk's queries (the caller adds them to qids_done: a window's once it is done, so that
+        a state saved inside it resumes with the window's own queries not yet met)."""
         starts = np.concatenate(([0], np.flatnonzero(chunk.qid[1:] != chunk.qid[:-1]) + 1))
+        seen = set()
         for s in starts.tolist():
             q = int(chunk.qid[s])
-            if q in self.qids_done and q >= 0:
+            if q < 0:       # (before its query's next line would be taken for a repeat)
+                raise data.DataError(self.path, int(chunk.line[s]), "the ranking task needs qid:N "
+                                                                    "on every line")
+            if q in self.qids_done or q in seen:
                 raise data.DataError(self.path, int(chunk.line[s]),
                                      f"qid {q} appears again after other queries: the online-dual "
                                      "mode streams a query at a time, so its lines must be together")
-            self.qids_done.add(q)
+            seen.add(q)
+        return seen
 
     def _engine_cache(self):
         c = self.cache
