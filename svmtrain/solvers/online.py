@@ -120,7 +120,8 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 3              # 2: the shuffle window's position; 3: its rows and UB raise
+STATE_VERSION = 4              # 2: the shuffle window's position; 3: its rows and UB raise;
+                               # 4: the UB raised since the last re-optimisation, and its gap
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -130,6 +131,7 @@ DEFAULT_ADMIT_MARGIN = 0.3
 DEFAULT_WINDOW_ROWS = 250000
 DEFAULT_STRUCTURED_LOOKS = 12
 STRUCTURED_INNER_EPOCHS = 10
+DEFAULT_SOLVE_ON_RAISE = 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,6 +350,10 @@ class OnlineOptions:
                                                 # (None: STRUCTURED_INNER_EPOCHS for a structured
                                                 # task, max_epochs otherwise)
     admit_margin: float = DEFAULT_ADMIT_MARGIN  # cache examples violated within this of their slack
+    solve_on_raise: Optional[float] = None      # structured: re-optimise once exploring has raised
+                                                # UB by this times the gap the last re-optimisation
+                                                # left (None: DEFAULT_SOLVE_ON_RAISE; 0: whenever
+                                                # the cached gap exceeds epsilon, as Alg. 2)
 
 
 class OnlineDual:
@@ -374,6 +380,10 @@ class OnlineDual:
         self.looks = (opt.window_looks if opt.window_looks is not None
                       else DEFAULT_STRUCTURED_LOOKS if self.structured else DEFAULT_WINDOW_LOOKS)
         self.revisit = False            # the chunk is a window's second look (not counted again)
+        self.solve_on_raise = ((opt.solve_on_raise if opt.solve_on_raise is not None
+                                else DEFAULT_SOLVE_ON_RAISE) if self.structured else 0.0)
+        self.raised_since_solve = 0.0   # UB raised by exploring since the last re-optimisation
+        self.gap_after_solve = 0.0      # UB - LB the last re-optimisation left
         self.added_in_pass = 0          # constraints added in the current pass
         self.pass_solves = 0            # re-optimisations when the current pass began
         self.examples_in_file = None    # known once a pass has completed
@@ -435,7 +445,7 @@ class OnlineDual:
             with (progress_for_pass(self.pass_) if progress_for_pass else _null_progress()) as bar:
                 for chunk, ids in self._chunks(bar):
                     self._explore(chunk, ids)
-                    if self.UB - self.LB > self.opt.epsilon * self.UB:
+                    if self._worth_optimising():
                         self._optimise(inner=True)
                     record = ChunkRecord(self.pass_ + 1, self.examples_seen, self.cache.size,
                                          self.LB, self.UB, time.perf_counter() - started,
@@ -513,6 +523,7 @@ class OnlineDual:
             # the window's rows already in the row store: later sweeps' constraints share them
             self.row_of = None if self.controlled else np.full(window.n_rows, -1, np.int64)
             order = rng.permutation(n)
+            chunk = None
             while True:
                 sweep, at = divmod(self.window_done, n)
                 if sweep > 0 and at == 0 and self._window_done(sweep):
@@ -532,11 +543,15 @@ class OnlineDual:
             self.window_raise = 0.0
             self.revisit = False
             self.row_of = self.chunk_rows = None
+            del window, chunk               # not held while the next window is read
 
     def _window_done(self, sweep):
         """Whether a window is let go after `sweep` sweeps: the looks are spent, or the last sweep
         added nothing, or (structured tasks) it raised UB by at most epsilon UB, a sweep that
         would not have asked for a re-optimisation (Alg. 2's test, over the whole sweep)."""
+        if self.structured and self.raised_since_solve > 0 and self.UB - self.LB > self.opt.epsilon * self.UB:
+            # what the sweep's last chunks raised is re-optimised before the window is judged
+            self._optimise(inner=True)
         if sweep > self.looks or self.window_added == 0:
             return True
         if not self.structured or self.window_raise > self.opt.epsilon * self.UB:
@@ -640,6 +655,7 @@ class OnlineDual:
         raised = float(np.dot(C_best[add], np.maximum(g_best[add] - xi[add], 0.0)))
         self.UB += raised
         self.window_raise += raised
+        self.raised_since_solve += raised
         new = cand.select(np.isin(np.arange(cand.size), pick))
         rows, inverse = np.unique(new.term_row, return_inverse=True)
         stored = self._store_rows(problem, chunk, rows, ids is not None)
@@ -731,11 +747,22 @@ class OnlineDual:
         self.epochs += sol.epochs
         self.w, c.alpha = sol.w, sol.alpha
         self._refresh()
+        self.raised_since_solve = 0.0
+        self.gap_after_solve = self.UB - self.LB
         c.idle = np.where(c.alpha > 0, 0, c.idle + 1)
         stale = c.idle > self.opt.keep_rounds
         if np.any(stale):
             c.keep(~stale)
             self._refresh(dual=False)
+
+    def _worth_optimising(self):
+        """Alg. 2's test (the cached gap exceeds epsilon UB), and for a structured task also: the
+        chunks explored since the last re-optimisation raised UB by at least `solve_on_raise`
+        times the gap that re-optimisation left (capped, it leaves one): a capped solve of a cache
+        that exploring has barely changed would mostly repeat the last one."""
+        if self.UB - self.LB <= self.opt.epsilon * self.UB:
+            return False
+        return self.raised_since_solve >= self.solve_on_raise * self.gap_after_solve
 
     def _refresh(self, dual=True):
         """Gradients, UB (cached problem) and, after w moved, LB = D(alpha) at the current w."""
@@ -809,6 +836,8 @@ class OnlineDual:
             "examples_done": np.array(self.examples_done), "added_in_pass": np.array(self.added_in_pass),
             "window_done": np.array(self.window_done), "window_added": np.array(self.window_added),
             "window_raise": np.array(self.window_raise),
+            "raised_since_solve": np.array(self.raised_since_solve),
+            "gap_after_solve": np.array(self.gap_after_solve),
             "window_rows": np.array(self.opt.window_rows if self.shuffles else 0),
             "revisit": np.array(self.revisit),
             "shuffle_window": np.array(self.opt.shuffle_window if self.shuffles else 0),
@@ -837,6 +866,8 @@ class OnlineDual:
         self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
         self.window_done, self.window_added = int(s["window_done"]), int(s["window_added"])
         self.window_raise = float(s["window_raise"])
+        self.raised_since_solve = float(s["raised_since_solve"])
+        self.gap_after_solve = float(s["gap_after_solve"])
         saved_rows = int(s["window_rows"])
         if saved_rows != (self.opt.window_rows if self.shuffles else 0) and (
                 self.rows_done or self.window_done):
@@ -1078,10 +1109,15 @@ def _windows(blocks, grouping, size, max_rows):
                 have_rows += int(starts[k] - starts[first])
                 first = k
             if first < n or have_examples >= size or have_rows >= max_rows:
-                yield data.concat_blocks(pending)
+                # the parts are let go before the window is handed out: held through its sweeps
+                # they doubled its memory (conll2000 in one window: 82 MB more at the peak)
+                window = data.concat_blocks(pending)
                 pending, have_examples, have_rows = [], 0, 0
+                yield window
     if pending:
-        yield data.concat_blocks(pending)
+        window = data.concat_blocks(pending)
+        pending = []
+        yield window
 
 
 class _null_progress:
@@ -1165,7 +1201,7 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
     "store_refs": np.integer, "qids_done": np.integer,
 }
-_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "window_rows", "revisit", "shuffle_window",
+_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "gap_after_solve", "window_rows", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
 
 
