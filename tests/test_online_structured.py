@@ -169,3 +169,20 @@ def test_a_window_does_not_hold_the_blocks_it_was_cut_from():
     gc.collect()
     assert whole.n_rows == 2440
     assert all(ref() is None for ref in watched)
+
+
+def test_a_structured_sweep_is_cut_into_several_chunks(monkeypatch):
+    """A window smaller than one chunk is still swept in STRUCTURED_MIN_CHUNKS chunks, so w moves
+    inside a sweep: one chunk a sweep (an n-slack round a look) certifies one pass far worse."""
+    from svmtrain.solvers import online
+    counts = []
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1)       # chunk 1000 > 100 sentences
+    solver = OnlineDual(task, CONLL, opt)
+    solver.run(on_chunk=lambda r: counts.append(r.examples))
+    first_sweep = [n for n in counts if n < 100] + [100]
+    assert len(first_sweep) == online.STRUCTURED_MIN_CHUNKS
+    _, _, gap = _one_pass(CONLL, "sequence", C=0.1)
+    monkeypatch.setattr(online, "STRUCTURED_MIN_CHUNKS", 1)
+    _, _, gap_one_chunk = _one_pass(CONLL, "sequence", C=0.1)
+    assert 0 <= gap < 0.02 and gap < gap_one_chunk / 3
