@@ -109,3 +109,80 @@ def test_a_state_from_other_windows_is_refused():
     other = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=900)
     with pytest.raises(StateError, match="rows"):
         OnlineDual(task, CONLL, other, state)
+
+
+def test_a_capped_solve_waits_for_exploring_to_raise_the_gap():
+    """Structured tasks re-optimise after a chunk only once exploring has raised UB by
+    `solve_on_raise` times the gap the last (capped) re-optimisation left: fewer solves, and one
+    pass is still certified close; 0 is Alg. 2's rule (every chunk while the gap exceeds epsilon).
+    The same seed gives the same model."""
+    every, res_every, gap_every = _one_pass(CONLL, "sequence", C=0.1, chunk=10, solve_on_raise=0)
+    waits, res_waits, gap_waits = _one_pass(CONLL, "sequence", C=0.1, chunk=10, solve_on_raise=3)
+    _, again, _ = _one_pass(CONLL, "sequence", C=0.1, chunk=10, solve_on_raise=3)
+    assert res_waits.solves < 0.85 * res_every.solves
+    assert 0 <= gap_every < 0.01 and 0 <= gap_waits < 0.01
+    assert np.array_equal(res_waits.w, again.w) and res_waits.dual == again.dual
+
+
+def test_a_structured_run_resumes_inside_a_window_bit_for_bit(tmp_path):
+    """Stopped after a chunk inside a window's looks (with UB raised since the last
+    re-optimisation), saved and loaded: the continued run is the uninterrupted one."""
+    from svmtrain import interrupt
+    import signal
+    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=2, chunk=10, window_rows=600)
+    records = []
+    whole = OnlineDual(task, CONLL, opt).run(on_chunk=records.append)
+    probe = OnlineDual(task, CONLL, opt)
+    pending = []
+
+    def watch(record):
+        pending.append(probe.raised_since_solve)
+        if len(pending) > 15 and probe.raised_since_solve > 0 and probe.window_done > 0:
+            interrupt._received = signal.SIGINT
+    cut = probe.run(on_chunk=watch)
+    interrupt.reset()
+    assert cut.interrupted and len(pending) < len(records)
+    fields = problem_fields("sequence", task, opt)
+    save_state(tmp_path / "s.npz", cut.state, fields)
+    state = load_state(read_state(tmp_path / "s.npz"), fields)
+    assert float(state["raised_since_solve"]) > 0
+    resumed = OnlineDual(task, CONLL, opt, state).run()
+    assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
+    assert resumed.solves == whole.solves and resumed.epochs == whole.epochs
+
+
+def test_a_window_does_not_hold_the_blocks_it_was_cut_from():
+    """Once a window is handed out, the reader's blocks it was copied from can be freed (held
+    through the window's sweeps, they doubled its memory)."""
+    import gc
+    import weakref
+    blocks = list(data.whole_examples(data.iter_blocks(CONLL, block_bytes=3000), "consecutive"))
+    assert len(blocks) > 4
+    watched = [weakref.ref(b.indices.base if b.indices.base is not None else b.indices)
+               for b in blocks[:2]]
+    windows = _windows(iter(blocks), "consecutive", 10 ** 6, 10 ** 9)
+    del blocks
+    gc.collect()
+    whole = next(windows)
+    gc.collect()
+    assert whole.n_rows == 2440
+    assert all(ref() is None for ref in watched)
+
+
+def test_a_structured_sweep_is_cut_into_several_chunks(monkeypatch):
+    """A window smaller than one chunk is still swept in STRUCTURED_MIN_CHUNKS chunks, so w moves
+    inside a sweep: one chunk a sweep (an n-slack round a look) certifies one pass far worse."""
+    from svmtrain.solvers import online
+    counts = []
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1)       # chunk 1000 > 100 sentences
+    solver = OnlineDual(task, CONLL, opt)
+    solver.run(on_chunk=lambda r: counts.append(r.examples))
+    first_sweep = [n for n in counts if n < 100] + [100]
+    assert len(first_sweep) == online.STRUCTURED_MIN_CHUNKS
+    _, _, gap = _one_pass(CONLL, "sequence", C=0.1)
+    monkeypatch.setattr(online, "STRUCTURED_MIN_CHUNKS", 1)
+    _, _, gap_one_chunk = _one_pass(CONLL, "sequence", C=0.1)
+    assert 0 <= gap < 0.02 and gap < gap_one_chunk / 3

@@ -38,22 +38,60 @@ Structured tasks (multiclass, sequence: an example has many constraints and the 
 a time; `_structured`). A binary example can only give back its one constraint, so three looks
 suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs cutting-plane rounds
 (tens), so the schedule per window is n-slack's over the cache, with Alg. 2's test as its stop:
-    - explore a chunk of the window (process-new on the first sweep, process-old after): each
-      example's worst offender under the current w, admitted as above; UB += the raise;
-    - optimise (Alg. 2) when UB - LB > epsilon UB, but for at most STRUCTURED_INNER_EPOCHS epochs:
-      the next look brings better constraints than a tighter solve of these (n-slack's INNER_EPOCHS,
-      Joachims et al. sec. 4);
-    - after a sweep: the window is done when the sweep raised UB by at most epsilon UB (it would not
-      have asked for a re-optimisation: the window is covered by the cache at that w) and the cache
-      is solved to epsilon; when only the first holds the cache is solved in full and one more
-      sweep checks the window at that w; at most DEFAULT_STRUCTURED_LOOKS (12) sweeps.
-  Measured on the first 1,000 sentences of UD English EWT (17,300 tokens, C 0.1, chunks of 170,
+    - a sweep of the window is cut into chunks of `chunk` examples, and into STRUCTURED_MIN_CHUNKS
+      (6) chunks at least, so that w moves inside a sweep;
+    - explore a chunk (LaRank's process-new on the first sweep, process-old after): each example's
+      worst offender under the current w, admitted as above; UB += the raise;
+    - optimise (Alg. 2) when UB - LB > epsilon UB, and exploring has raised UB since the last
+      re-optimisation by at least `solve_on_raise` (DEFAULT_SOLVE_ON_RAISE = 1) times the gap that
+      re-optimisation left; for at most STRUCTURED_INNER_EPOCHS epochs: the next look brings better
+      constraints than a tighter solve of these (n-slack's INNER_EPOCHS, Joachims et al. sec. 4);
+      a capped solve always leaves a gap, so Alg. 2's test alone re-optimises after every chunk;
+    - after a sweep: what its last chunks raised is re-optimised (capped); the window is done when
+      the sweep raised UB by at most epsilon UB (it would not have asked for a re-optimisation: the
+      window is covered by the cache at that w) and the cache is solved to epsilon; when only the
+      first holds the cache is solved in full and one more sweep checks the window at that w; at
+      most DEFAULT_STRUCTURED_LOOKS (24) sweeps.
+  Measured on the first 1,000 sentences of UD English EWT (21,857 tokens, C 0.1, chunks of 170,
   one window), one pass certified 0.62 with three looks and solves to epsilon / 2 (the binary
-  schedule) and 0.040 with twelve looks capped at 10 epochs (79 re-optimisations; 17 s of CPU
-  against 3.8 s, on a loaded machine); the first 1,000 sentences of conll2000 (23,719 tokens), the
-  same: 0.635 (5.2 s of CPU) and 0.034 (16.8 s), against n-slack's 46 rounds to 1e-3 in 22 s of CPU.
-  Looks after the first as one chunk each (one oracle sweep, one capped re-optimisation: an n-slack
-  round) certified only 0.37 there: twelve rounds are too few, where chunks move w within a sweep.
+  schedule) and 0.040 with twelve looks capped at 10 epochs (79 re-optimisations); capped at 3 or
+  5 epochs, 0.149 and 0.134 (the twelve looks run out); with the default chunk of 1000 (one chunk
+  a sweep) 0.77, and 0.042 once cut into 6 chunks. Re-optimising only the chunk's own
+  constraints after each chunk (LaRank's process step: the rest of alpha held, their w as an
+  offset) and the whole cache after each sweep: 0.12, for 40% less CPU.
+  On the whole files, against n-slack -e 1e-3 in the same session (CPU seconds; this 2-core
+  machine was shared, so only the ratios mean much), Alg. 2's test alone (solve_on_raise 0):
+  conll2000 (8,936 sentences, 211,727 tokens, C 0.1) one pass certified 1.4e-3 in 155 s of CPU
+  (n-slack: 8.5e-4 in 47.8 s), 93% of it re-optimising (116 solves, 1,178 epochs; the oracle 5 s);
+  UD English EWT (12,544 sentences, C 0.1) 2.1e-3 in 235 s and 9.2e-4 after two passes in 261 s
+  (n-slack: 9.9e-4 in 46.3 s). With solve_on_raise 1: conll2000 2.3e-3 in 84 s (67 solves), 6.2e-4
+  after two passes in 104 s; UD 2.3e-3 in 121 s (104 solves), 1.0e-3 after two passes (140 s),
+  8.3e-4 after three (146 s); test accuracy that of n-slack within 0.03 point. At 3 the test
+  file's pass takes 26% fewer re-optimisations and certifies 7.5e-3 (6.6e-3 at 0).
+  Twelve looks ran out on all three sets before the window was covered (conll2000: 13 sweeps);
+  24 (DEFAULT_STRUCTURED_LOOKS), one pass: conll2000 7.2e-4 in 106 s of CPU (2.2 times n-slack's),
+  peak RSS 476 MB (1.13 times); UD 1.0e-3 in 146 s (3.2 times), 410 MB (1.17 times); sector
+  (multiclass, C 1, 6,412 examples, one window) 1.6e-3 in 153 s against 2.8e-2 in 88 s with
+  twelve, and three passes of twelve for 8.6e-4 in 236 s (n-slack: 8.6e-4 in 7.9 s, 193 MB).
+  Windows smaller than the file do not buy memory here (both with twelve looks): conll2000 in
+  windows of 60,000 rows certified 0.16 after one pass (the earlier windows' constraints are of a
+  stale w) at a peak RSS of 437 MB against 455 MB, since the cache holds most rows anyway; and the
+  cache grows with the support examples: UD written 4 times (4 windows) reached 740 MB with
+  199,215 constraints in its fourth window, against 431 MB once.
+  Of conll2000's one-pass gap (Alg. 2's test alone) two thirds are examples whose cached slack is
+  below their slack at the final w (P - UB of the cache: 1.26 of 1.91) and one third the capped
+  solve of the cache (UB - LB: 0.65). A re-optimisation costs more than its epochs: the engine is
+  built afresh (each constraint's squared norm, w from alpha) and the cache's gradients are
+  recomputed after it, about four epochs' work; on the first 1,000 UD sentences with one epoch a
+  solve and 40 looks, 225 solves certified 8.7e-4 in 51 s of CPU, n-slack 9.3e-4 in 13.5 s.
+  Chunks of 3000 (3 solves a sweep) on conll2000: 8.1e-3 in 71 s, a cache of 78,136 constraints
+  (constraints found under a staler w), peak RSS 622 MB.
+  Memory on conll2000 in one window: 34 MB for the interpreter and numpy; the window (5.1 million
+  non-zeros, 82 MB) and, while it is joined, the reader's blocks it is copied from (once held
+  through the window's sweeps: `_windows` now lets them go first); the cache, 100 MB, of which the
+  row store holds 163,032 of the 211,727 rows (twelve looks' constraints touch most tokens); and
+  the engine's working copy during a solve: peak RSS 455 MB after one pass, 592 MB after two,
+  against n-slack's 423 MB.
   The test file's 100 sentences (data/conll2000.train.svm), one window: tests/test_online_structured.py.
   Rows are stored once per window: a window's row taken into the row store by one sweep's
   constraint is shared by the later sweeps' constraints on it (`row_of`), not copied again (a
@@ -145,8 +183,9 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 4              # 2: the shuffle window's position; 3: its rows and UB raise;
-                               # 4: ranking caches one slack per query, not per pair
+STATE_VERSION = 5              # 2: the shuffle window's position; 3: its rows and UB raise;
+                               # 4: ranking caches one slack per query, not per pair;
+                               # 5: the UB raised since the last re-optimisation, and its gap
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -154,8 +193,10 @@ DEFAULT_KEEP_INACTIVE = 200
 DEFAULT_WINDOW_LOOKS = 3
 DEFAULT_ADMIT_MARGIN = 0.3
 DEFAULT_WINDOW_ROWS = 250000
-DEFAULT_STRUCTURED_LOOKS = 12
+DEFAULT_STRUCTURED_LOOKS = 24
 STRUCTURED_INNER_EPOCHS = 10
+DEFAULT_SOLVE_ON_RAISE = 1.0
+STRUCTURED_MIN_CHUNKS = 6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,6 +415,10 @@ class OnlineOptions:
                                                 # (None: STRUCTURED_INNER_EPOCHS for a structured
                                                 # task, max_epochs otherwise)
     admit_margin: float = DEFAULT_ADMIT_MARGIN  # cache examples violated within this of their slack
+    solve_on_raise: Optional[float] = None      # structured: re-optimise once exploring has raised
+                                                # UB by this times the gap the last re-optimisation
+                                                # left (None: DEFAULT_SOLVE_ON_RAISE; 0: whenever
+                                                # the cached gap exceeds epsilon, as Alg. 2)
 
 
 class OnlineDual:
@@ -404,6 +449,10 @@ class OnlineDual:
         # own share: see the module docstring)
         self.raise_share = float(getattr(task, "online_raise_share", 1.0))
         self.revisit = False            # the chunk is a window's second look (not counted again)
+        self.solve_on_raise = ((opt.solve_on_raise if opt.solve_on_raise is not None
+                                else DEFAULT_SOLVE_ON_RAISE) if self.structured else 0.0)
+        self.raised_since_solve = 0.0   # UB raised by exploring since the last re-optimisation
+        self.gap_after_solve = 0.0      # UB - LB the last re-optimisation left
         self.added_in_pass = 0          # constraints added in the current pass
         self.pass_solves = 0            # re-optimisations when the current pass began
         self.examples_in_file = None    # known once a pass has completed
@@ -465,7 +514,7 @@ class OnlineDual:
             with (progress_for_pass(self.pass_) if progress_for_pass else _null_progress()) as bar:
                 for chunk, ids in self._chunks(bar):
                     self._explore(chunk, ids)
-                    if self.UB - self.LB > self.opt.epsilon * self.UB:
+                    if self._worth_optimising():
                         self._optimise(inner=True)
                     record = ChunkRecord(self.pass_ + 1, self.examples_seen, self.cache.size,
                                          self.LB, self.UB, time.perf_counter() - started,
@@ -545,6 +594,11 @@ class OnlineDual:
             # the window's rows already in the row store: later sweeps' constraints share them
             self.row_of = None if self.controlled else np.full(window.n_rows, -1, np.int64)
             order = rng.permutation(n)
+            # a structured task's sweep is cut into STRUCTURED_MIN_CHUNKS chunks at least: w moves
+            # inside a sweep (see the module docstring)
+            size = (min(self.opt.chunk, -(-n // STRUCTURED_MIN_CHUNKS)) if self.structured
+                    else self.opt.chunk)
+            chunk = None
             while True:
                 sweep, at = divmod(self.window_done, n)
                 if sweep > 0 and at == 0 and self._window_done(sweep):
@@ -552,7 +606,7 @@ class OnlineDual:
                 if at == 0:
                     self.window_added = 0
                     self.window_raise = 0.0
-                take = order[at:at + self.opt.chunk]
+                take = order[at:at + size]
                 self.window_done += len(take)
                 self.revisit = sweep > 0
                 self.chunk_rows, chunk = _take_examples(window, starts, take)
@@ -566,11 +620,15 @@ class OnlineDual:
             self.window_raise = 0.0
             self.revisit = False
             self.row_of = self.chunk_rows = None
+            del window, chunk               # not held while the next window is read
 
     def _window_done(self, sweep):
         """Whether a window is let go after `sweep` sweeps: the looks are spent, or the last sweep
         added nothing, or (structured tasks) it raised UB by at most epsilon UB, a sweep that
         would not have asked for a re-optimisation (Alg. 2's test, over the whole sweep)."""
+        if self.structured and self.raised_since_solve > 0 and self.UB - self.LB > self.opt.epsilon * self.UB:
+            # what the sweep's last chunks raised is re-optimised before the window is judged
+            self._optimise(inner=True)
         if sweep > self.looks or self.window_added == 0:
             return True
         if not self.structured or self.window_raise > self.raise_share * self.opt.epsilon * self.UB:
@@ -677,6 +735,7 @@ class OnlineDual:
         raised = float(np.dot(C_best[add], np.maximum(g_best[add] - xi[add], 0.0)))
         self.UB += raised
         self.window_raise += raised
+        self.raised_since_solve += raised
         new = cand.select(np.isin(np.arange(cand.size), pick))
         rows, inverse = np.unique(new.term_row, return_inverse=True)
         stored = self._store_rows(problem, chunk, rows, ids is not None)
@@ -775,11 +834,22 @@ class OnlineDual:
         self.epochs += sol.epochs
         self.w, c.alpha = sol.w, sol.alpha
         self._refresh()
+        self.raised_since_solve = 0.0
+        self.gap_after_solve = self.UB - self.LB
         c.idle = np.where(c.alpha > 0, 0, c.idle + 1)
         stale = c.idle > self.opt.keep_rounds
         if np.any(stale):
             c.keep(~stale)
             self._refresh(dual=False)
+
+    def _worth_optimising(self):
+        """Alg. 2's test (the cached gap exceeds epsilon UB), and for a structured task also: the
+        chunks explored since the last re-optimisation raised UB by at least `solve_on_raise`
+        times the gap that re-optimisation left (capped, it leaves one): a capped solve of a cache
+        that exploring has barely changed would mostly repeat the last one."""
+        if self.UB - self.LB <= self.opt.epsilon * self.UB:
+            return False
+        return self.raised_since_solve >= self.solve_on_raise * self.gap_after_solve
 
     def _refresh(self, dual=True):
         """Gradients, UB (cached problem) and, after w moved, LB = D(alpha) at the current w."""
@@ -853,6 +923,8 @@ class OnlineDual:
             "examples_done": np.array(self.examples_done), "added_in_pass": np.array(self.added_in_pass),
             "window_done": np.array(self.window_done), "window_added": np.array(self.window_added),
             "window_raise": np.array(self.window_raise),
+            "raised_since_solve": np.array(self.raised_since_solve),
+            "gap_after_solve": np.array(self.gap_after_solve),
             "window_rows": np.array(self.opt.window_rows if self.shuffles else 0),
             "revisit": np.array(self.revisit),
             "shuffle_window": np.array(self.opt.shuffle_window if self.shuffles else 0),
@@ -881,6 +953,8 @@ class OnlineDual:
         self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
         self.window_done, self.window_added = int(s["window_done"]), int(s["window_added"])
         self.window_raise = float(s["window_raise"])
+        self.raised_since_solve = float(s["raised_since_solve"])
+        self.gap_after_solve = float(s["gap_after_solve"])
         saved_rows = int(s["window_rows"])
         if saved_rows != (self.opt.window_rows if self.shuffles else 0) and (
                 self.rows_done or self.window_done):
@@ -1122,10 +1196,15 @@ def _windows(blocks, grouping, size, max_rows):
                 have_rows += int(starts[k] - starts[first])
                 first = k
             if first < n or have_examples >= size or have_rows >= max_rows:
-                yield data.concat_blocks(pending)
+                # the parts are let go before the window is handed out: held through its sweeps
+                # they doubled its memory (conll2000 in one window: 82 MB more at the peak)
+                window = data.concat_blocks(pending)
                 pending, have_examples, have_rows = [], 0, 0
+                yield window
     if pending:
-        yield data.concat_blocks(pending)
+        window = data.concat_blocks(pending)
+        pending = []
+        yield window
 
 
 class _null_progress:
@@ -1209,7 +1288,7 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
     "store_refs": np.integer, "qids_done": np.integer,
 }
-_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "window_rows", "revisit", "shuffle_window",
+_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "gap_after_solve", "window_rows", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
 
 
