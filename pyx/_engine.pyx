@@ -82,7 +82,7 @@ left free. exact_bounds() then refreshes the estimate's terms of the examples ou
 
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY, NAN, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 
@@ -393,6 +393,7 @@ cdef class DualCD:
     # the constraints, laid out group by group (structure of arrays, see the module docstring)
     cdef double* alpha_
     cdef double* q                # ||x_c||^2
+    cdef double* grad             # g_c at the last exact_bounds(), by position (NULL: not kept)
     cdef int64_t* start           # its row is indices/data[start : start + nnz]; in the terms layout
                                   # its terms are terms[start : start + nnz]
     cdef NnzKind* nk
@@ -450,6 +451,7 @@ cdef class DualCD:
     def __cinit__(self):
         self.alpha_ = NULL
         self.q = NULL
+        self.grad = NULL
         self.start = NULL
         self.nk = NULL
         self.kinds = NULL
@@ -473,6 +475,7 @@ cdef class DualCD:
     def __dealloc__(self):
         free(self.alpha_)
         free(self.q)
+        free(self.grad)
         free(self.start)
         free(self.nk)
         free(self.kinds)
@@ -496,11 +499,18 @@ cdef class DualCD:
     def __init__(self, indptr, indices, data, tptr, term_row, term_scale, term_offset, term_bias,
                  margin, group, C_group, alpha=None, *, int64_t n_cols, int64_t n_w=-1,
                  double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True,
-                 int64_t stride=1, nonneg=None):
+                 int64_t stride=1, nonneg=None, sqnorm=None):
         """The arrays of a `svmtrain.engine.ConstraintCache`, in its order; n_w < 0 means
         n_cols (+1 with the bias feature). A term places column j of its row at
         w[offset + stride * j], the bias feature at w[offset + stride * n_cols]. `nonneg`, when
-        given, flags the columns of w constrained to be >= 0 (n_w booleans)."""
+        given, flags the columns of w constrained to be >= 0 (n_w booleans).
+
+        `sqnorm`, when given, holds ||x_c||^2 per constraint as an earlier engine over the same
+        rows computed it (`sqnorms`), nan where unknown. A cutting-plane loop rebuilds the engine
+        every round over a cache that mostly carries over: a multi-term constraint's norm is a
+        scatter of its terms (on a UD English cache, three quarters of building the engine), and
+        the norms of the constraints carried over need not be computed again. Trusted as given:
+        a wrong norm gives wrong steps, never a wrong certificate (the bounds use w, not q)."""
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
@@ -575,6 +585,12 @@ cdef class DualCD:
                 factor = np.where(over, C_group / np.where(sums > 0, sums, 1.0), 1.0)
                 alpha = np.minimum(alpha * factor[group], C_group[group])
 
+        if sqnorm is not None:
+            sqnorm = np.ascontiguousarray(sqnorm, dtype=np.float64)
+            if sqnorm.shape[0] != n or np.any(sqnorm < 0):
+                raise ValueError("sqnorm must hold one non-negative entry (or nan) per constraint")
+        else:
+            sqnorm = np.full(n, np.nan)
         if nonneg is not None:
             nonneg = np.ascontiguousarray(nonneg, dtype=np.uint8)
             if nonneg.ndim != 1 or nonneg.shape[0] != n_w:
@@ -659,7 +675,7 @@ cdef class DualCD:
         cdef const uint8_t[::1] tbias_v = term_bias
         cdef const int32_t[::1] kind_v = kind
         cdef const double[:, ::1] kinds_v = kinds
-        cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group
+        cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group, sq_v = sqnorm
         cdef const uint8_t[::1] shared_v = shared.view(np.uint8), rbias_v = rep_bias.view(np.uint8)
         cdef const int32_t[::1] slot_v = slot
         cdef const int64_t[::1] group_v = group
@@ -693,7 +709,11 @@ cdef class DualCD:
                     self.nk[k].nnz = <int32_t>(tptr_v[c + 1] - tptr_v[c])
                     if shared_v[group_v[c]]:
                         continue              # q from the group's row and slots, below
-                    self.q[k] = self._sqnorm(k, &nonzero)
+                    if sq_v[c] == sq_v[c]:    # known (not nan): x_c = 0 exactly when q is 0
+                        self.q[k] = sq_v[c]
+                        nonzero = sq_v[c] != 0.0
+                    else:
+                        self.q[k] = self._sqnorm(k, &nonzero)
                     if not nonzero:
                         self.nk[k].nnz = 0    # its terms cancel exactly: x_c = 0
             for g in range(n_g):
@@ -1584,11 +1604,15 @@ cdef class DualCD:
                                                    self.bias, gr.bias_col)
                     for k in range(gr.start, gr.start + gr.size):
                         G = self._shared_gradient(k, self.sbuf)
+                        if self.grad != NULL:
+                            self.grad[self.ids[k]] = G
                         if G > gmax:
                             gmax = G
                 else:
                     for k in range(gr.start, gr.start + gr.size):
                         G = self._gradient(k)
+                        if self.grad != NULL:
+                            self.grad[self.ids[k]] = G
                         if G > gmax:
                             gmax = G
                 loss += self.grp[g].C * gmax
@@ -1728,6 +1752,42 @@ cdef class DualCD:
     @property
     def n_constraints(self):
         return self.n_cons
+
+    def keep_gradients(self):
+        """From now on exact_bounds() keeps every g_c = l_c - w.x_c it computes (`gradients`): a
+        cutting-plane schedule needs them at the w it ends with, and the check that ended the run
+        has just computed them all (recomputing them was a pass over the cache's terms a round)."""
+        cdef int64_t k
+        if self.grad == NULL:
+            self.grad = <double*> malloc(max(self.n_cons, 1) * sizeof(double))
+            if self.grad == NULL:
+                raise MemoryError("cannot allocate the gradients")
+            for k in range(self.n_cons):
+                self.grad[k] = NAN
+
+    @property
+    def gradients(self):
+        """g_c at the last exact_bounds() since keep_gradients(), in the caller's order (a copy;
+        nan before the first): the gradients at the current w when w has not moved since."""
+        if self.grad == NULL:
+            raise ValueError("keep_gradients() was not called")
+        out = np.empty(self.n_cons, dtype=np.float64)
+        cdef double[::1] o = out
+        cdef int64_t k
+        for k in range(self.n_cons):
+            o[k] = self.grad[k]
+        return out
+
+    @property
+    def sqnorms(self):
+        """||x_c||^2 in the caller's order (a copy): the `sqnorm` of the next engine over these
+        rows."""
+        out = np.empty(self.n_cons, dtype=np.float64)
+        cdef double[::1] o = out
+        cdef int64_t k
+        for k in range(self.n_cons):
+            o[self.ids[k]] = self.q[k]
+        return out
 
     @property
     def all_active(self):

@@ -52,6 +52,7 @@ class ConstraintCache:
     alpha0: Optional[np.ndarray] = None   # the hot start `solve` takes when given none
     shrink0: Optional[tuple] = None       # with it, the shrinking thresholds to start from (M_dec,
                                           # M_inc of the run it continues; None: none, shrink later)
+    sqnorm: Optional[np.ndarray] = None   # ||x_c||^2 known from an earlier engine (nan: unknown)
 
     @classmethod
     def one_term(cls, indptr, indices, data, n_cols, row, scale, margin, group, C_group, bias=None):
@@ -91,7 +92,7 @@ class ConstraintCache:
                       self.term_offset, self.term_bias, self.margin, self.group, self.C_group, alpha,
                       n_cols=self.n_cols, n_w=self.n_w, bias=self.bias or 0.0,
                       has_bias=self.bias is not None, seed=seed, shrinking=shrinking,
-                      stride=self.stride, nonneg=self.nonneg)
+                      stride=self.stride, nonneg=self.nonneg, sqnorm=self.sqnorm)
 
 
 @dataclass
@@ -132,6 +133,8 @@ class Solution:
     thresholds: tuple = (math.inf, math.inf)   # the shrinking thresholds at the end (a state keeps
                                                # them for the hot start that continues this run)
     visits: int = 0              # constraints visited over all epochs
+    gradients: Optional[np.ndarray] = None   # with `rounds`: g_c at w, and ||x_c||^2, per constraint
+    sqnorm: Optional[np.ndarray] = None
 
 
 def relative_gap(primal, dual):
@@ -144,7 +147,7 @@ def relative_gap(primal, dual):
 
 def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
           alpha: Optional[np.ndarray] = None, shrinking: bool = True, exact_every: int = 10,
-          on_epoch: Optional[Callable[[EpochRecord], None]] = None) -> Solution:
+          on_epoch: Optional[Callable[[EpochRecord], None]] = None, rounds: bool = False) -> Solution:
     """Maximise the dual over the cache until (P - D) / P <= epsilon on the exact bounds.
 
     The cheap bound of Ramanan's eq. 23 decides when to compute the exact one (also when no
@@ -161,6 +164,12 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     the active set is also unshrunk whenever its violation falls below a threshold (a quarter of the
     first epoch's, halved at each unshrink), after any failed check, and w is recomputed only for a
     check that the incremental w passes.
+
+    `rounds`: the caller re-solves a grown cache round after round (cutting planes, online-dual):
+    the solution also carries each constraint's gradient at the w returned, which the exact check
+    that ended the run computed (every run ends on one at its final w), and its squared norm, for
+    the next round's cache (`ConstraintCache.sqnorm`). Both were a pass over the cache's terms a
+    round, the norms the larger part of building the engine.
     """
     start = time.perf_counter()
     shrink0 = None
@@ -173,6 +182,8 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
     if shrink0 is not None:
         engine.shrinking_thresholds = shrink0
+    if rounds:
+        engine.keep_gradients()
     records = []
     converged = interrupted = False
     epoch = 0
@@ -256,4 +267,5 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
                     relative_gap=relative_gap(primal, dual), epochs=epoch,
                     seconds=time.perf_counter() - start, converged=converged, records=records,
                     interrupted=interrupted, thresholds=engine.shrinking_thresholds,
-                    visits=total_visits)
+                    visits=total_visits, gradients=engine.gradients if rounds else None,
+                    sqnorm=engine.sqnorms if rounds else None)

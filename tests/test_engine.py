@@ -635,3 +635,34 @@ def test_kind_table_past_a_handful_is_np_uniques():
             ref_rows, ref_inverse = np.unique(bits, axis=0, return_inverse=True)
             assert np.array_equal(rows.view(np.int64), ref_rows)
             assert np.array_equal(inverse, ref_inverse.ravel())
+
+
+@pytest.mark.parametrize("kind", ["plain", "terms_bias", "strided", "shared_rows", "multiclass"])
+def test_known_sqnorms_and_kept_gradients_change_nothing(kind):
+    """A cutting-plane round hands the next engine the norms it computed and takes the gradients
+    from the check that ended its run: the same steps, and the gradients of the w it returns."""
+    from svmtrain._linear import term_dots
+    c = make_cache(kind, 3)
+    first = solve(c, epsilon=1e-6, max_epochs=200, seed=4, rounds=True)
+    dots = term_dots(c.indptr, c.indices, c.data, c.n_cols, c.tptr, c.term_row, c.term_scale,
+                     np.ascontiguousarray(c.term_offset), np.ascontiguousarray(c.term_bias),
+                     first.w, c.bias or 0.0, c.bias is not None, c.stride)
+    np.testing.assert_allclose(first.gradients, c.margin - dots, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(first.sqnorm, np.sum(dense_constraints(c) ** 2, axis=1), rtol=1e-12,
+                               atol=1e-12)
+    # known norms (one left unknown) give the same run, bit for bit
+    known = first.sqnorm.copy()
+    known[0] = np.nan
+    c.sqnorm = known
+    again = solve(c, epsilon=1e-6, max_epochs=200, seed=4, rounds=True)
+    assert again.w.tobytes() == first.w.tobytes() and again.alpha.tobytes() == first.alpha.tobytes()
+    assert again.sqnorm.tobytes() == first.sqnorm.tobytes()
+    c.sqnorm = np.full(c.n_constraints, -1.0)
+    with pytest.raises(ValueError, match="sqnorm"):
+        c.engine()
+    c.sqnorm = np.zeros(c.n_constraints + 1)
+    with pytest.raises(ValueError, match="sqnorm"):
+        c.engine()
+    c.sqnorm = None
+    with pytest.raises(ValueError, match="keep_gradients"):
+        c.engine().gradients

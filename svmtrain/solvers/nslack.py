@@ -152,6 +152,8 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         w = engine.w
         D = objective.dual(w, cache.margin, alpha)
     idle = np.zeros(cache.size, np.int64)  # rounds each cached constraint has had alpha == 0
+    sqnorm = np.full(cache.size, np.nan)   # ||x_c||^2 once an engine has computed it
+    grad = None                            # g_c at w, from the re-solve that gave w
     visited = 0                            # constraints the last re-solve visited
     epochs = 0
     inner_eps = 0.1
@@ -173,7 +175,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         # the slack each example already pays in the cache, at this w
         xi = np.zeros(n)
         if cache.size:
-            g = _gradients(problem, cache, w)
+            g = grad if grad is not None else _gradients(problem, cache, w)
             np.maximum.at(xi, cache.group, g)
         fresh = _not_cached(cache, worst)
         add = (H > xi + 1e-12 * np.maximum(1.0, np.abs(H))) & fresh
@@ -185,12 +187,15 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
             cache = Constraints.concat([cache, worst.select(add)])
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
-        sol = solve(_cache(problem, cache), epsilon=min(inner_eps, max(rel / 4, epsilon / 10)),
+            sqnorm = np.concatenate([sqnorm, np.full(int(add.sum()), np.nan)])
+        engine_cache = _cache(problem, cache)
+        engine_cache.sqnorm = sqnorm
+        sol = solve(engine_cache, epsilon=min(inner_eps, max(rel / 4, epsilon / 10)),
                     max_epochs=min(max_epochs, INNER_EPOCHS), seed=seed + round_, alpha=alpha,
-                    shrinking=shrinking)
+                    shrinking=shrinking, rounds=True)
         epochs += sol.epochs
         visited = sol.visits
-        w, alpha = sol.w, sol.alpha
+        w, alpha, sqnorm, grad = sol.w, sol.alpha, sol.sqnorm, sol.gradients
         D = objective.dual(w, cache.margin, alpha)
         if interrupt.requested():
             break
@@ -199,6 +204,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         if np.any(stale):
             keep = ~stale
             cache, alpha, idle = cache.select(keep), alpha[keep], idle[keep]
+            sqnorm, grad = sqnorm[keep], grad[keep]
     # the certificate of the final w (the last oracle pass priced it exactly)
     priced = objective.primal(task, w, geometry, C, [block], path)
     P = priced.primal

@@ -318,6 +318,12 @@ class Cache:
     age: np.ndarray            # insertion number (eviction: oldest first)
     idle: np.ndarray           # re-optimisations with alpha == 0
     store: RowStore = field(default_factory=RowStore)
+    sqnorm: Optional[np.ndarray] = None   # ||x_c||^2 once an engine computed it (nan: not yet),
+                                          # so that a re-optimisation does not compute it again
+
+    def __post_init__(self):
+        if self.sqnorm is None:
+            self.sqnorm = np.full(self.cons.size, np.nan)
 
     @classmethod
     def empty(cls):
@@ -341,7 +347,7 @@ class Cache:
             self.store.release(gone.term_row)
         self.cons = self.cons.select(mask)
         self.C, self.alpha, self.grad = self.C[mask], self.alpha[mask], self.grad[mask]
-        self.age, self.idle = self.age[mask], self.idle[mask]
+        self.age, self.idle, self.sqnorm = self.age[mask], self.idle[mask], self.sqnorm[mask]
         self.cons.term_row = self.store.compact(self.cons.term_row)
 
     def groups(self):
@@ -494,6 +500,7 @@ class OnlineDual:
         if len(t.term_offset):
             past = t.term_offset >= blocks * old.width
             t.term_offset = np.where(past, t.term_offset + blocks * (new.width - old.width), t.term_offset)
+        self.cache.sqnorm = np.full(t.size, np.nan)      # terms that overlapped may no longer
         self.geometry = new
         self._geometry_changed()
 
@@ -750,6 +757,7 @@ class OnlineDual:
         c.grad = np.concatenate([c.grad, g_best[add]])
         c.age = np.concatenate([c.age, self.next_age + np.arange(m, dtype=np.int64)])
         c.idle = np.concatenate([c.idle, np.zeros(m, np.int64)])
+        c.sqnorm = np.concatenate([c.sqnorm, np.full(m, np.nan)])
         self.next_age += m
         self.added_in_pass += m
         self.window_added += m
@@ -810,7 +818,7 @@ class OnlineDual:
             tptr=c.cons.tptr, term_row=c.cons.term_row, term_scale=c.cons.term_scale,
             term_offset=c.cons.term_offset, term_bias=c.cons.term_bias, margin=c.cons.margin,
             group=inv, C_group=C_group, n_w=len(self.w), bias=self.geometry.bias,
-            stride=self.stride, nonneg=self._nonneg())
+            stride=self.stride, nonneg=self._nonneg(), sqnorm=c.sqnorm)
 
     def _nonneg(self):
         """The non-negativity mask of a controlled task (--nonneg), in the current layout."""
@@ -829,18 +837,19 @@ class OnlineDual:
                 STRUCTURED_INNER_EPOCHS if self.structured else self.opt.max_epochs)
             epochs = min(epochs, cap)
         sol = solve(self._engine_cache(), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
-                    seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking)
+                    seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking,
+                    rounds=True)
         self.solves += 1
         self.epochs += sol.epochs
-        self.w, c.alpha = sol.w, sol.alpha
-        self._refresh()
+        self.w, c.alpha, c.sqnorm = sol.w, sol.alpha, sol.sqnorm
+        self._refresh(gradients=sol.gradients)
         self.raised_since_solve = 0.0
         self.gap_after_solve = self.UB - self.LB
         c.idle = np.where(c.alpha > 0, 0, c.idle + 1)
         stale = c.idle > self.opt.keep_rounds
         if np.any(stale):
-            c.keep(~stale)
-            self._refresh(dual=False)
+            c.keep(~stale)               # w and the kept constraints' gradients stay
+            self._refresh(dual=False, gradients=c.grad)
 
     def _worth_optimising(self):
         """Alg. 2's test (the cached gap exceeds epsilon UB), and for a structured task also: the
@@ -851,10 +860,11 @@ class OnlineDual:
             return False
         return self.raised_since_solve >= self.solve_on_raise * self.gap_after_solve
 
-    def _refresh(self, dual=True):
-        """Gradients, UB (cached problem) and, after w moved, LB = D(alpha) at the current w."""
+    def _refresh(self, dual=True, gradients=None):
+        """Gradients (unless known: `gradients`), UB (cached problem) and, after w moved,
+        LB = D(alpha) at the current w."""
         c = self.cache
-        c.grad = c.cons.margin - self._store_dots()
+        c.grad = c.cons.margin - self._store_dots() if gradients is None else gradients
         ww = float(np.dot(self.w, self.w))
         if dual:
             self.LB = objective.dual(self.w, c.cons.margin, c.alpha)
