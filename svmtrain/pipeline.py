@@ -352,7 +352,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     limit = mode.cache_bound()
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
-                        keep_rounds=mode.solver_value("keep_inactive"),
+                        keep_rounds=mode.keep_inactive,
                         cache_limit=limit[1] if limit and limit[0] == "constraints" else None,
                         cache_limit_bytes=limit[1] if limit and limit[0] == "bytes" else None,
                         max_epochs=mode.max_epochs, shrinking=mode.shrinking,
@@ -590,7 +590,7 @@ def _train_user(run: TrainingRun, stats: RunStats, warn):
     if isinstance(mode, OnlineDual):
         limit = mode.cache_bound()
         online = {"passes": mode.passes, "chunk": mode.chunk,
-                  "keep_rounds": mode.solver_value("keep_inactive"),
+                  "keep_rounds": mode.keep_inactive,
                   "cache_limit": limit[1] if limit and limit[0] == "constraints" else None,
                   "cache_limit_bytes": limit[1] if limit and limit[0] == "bytes" else None,
                   "shuffle_window": mode.solver_value("shuffle_window"),

@@ -163,7 +163,7 @@ OPTIONS = [
     option(N, "--admit-margin", "admit_margin", type=click.FloatRange(0, 100), default=None,
            metavar="M", help="Cache examples within M of violating  [default: 0.3]"),
     option(N, "--keep-inactive", "keep_inactive", type=click.IntRange(0), default=None, metavar="N",
-           help="Keep an idle constraint N solves  [default: 200]"),
+           help="Keep an idle constraint N solves  [default: 200; sequence: 2]"),
     option(N, "--cache-limit", "cache_limit", type=str, default=None, callback=cache_limit,
            metavar="N|SIZE", help="Bound the cache: 100000 constraints, or 512MB."),
     option(N, "--labels", type=str, default=None, callback=label_list, metavar="L1,L2,...",

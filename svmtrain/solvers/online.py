@@ -42,12 +42,13 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
       (6) chunks at least, so that w moves inside a sweep;
     - explore a chunk (LaRank's process-new on the first sweep, process-old after): each example's
       worst offender under the current w, admitted as above; UB += the raise;
-    - optimise (Alg. 2) when UB - LB > epsilon UB, and exploring has raised UB since the last
-      re-optimisation by at least `solve_on_raise` (DEFAULT_SOLVE_ON_RAISE = 1) times the gap that
-      re-optimisation left; for at most STRUCTURED_INNER_EPOCHS epochs: the next look brings better
-      constraints than a tighter solve of these (n-slack's INNER_EPOCHS, Joachims et al. sec. 4);
-      a capped solve always leaves a gap, so Alg. 2's test alone re-optimises after every chunk;
-    - after a sweep: what its last chunks raised is re-optimised (capped); the window is done when
+    - first sweep (every example new): optimise (Alg. 2) after a chunk when UB - LB > epsilon UB,
+      for at most STRUCTURED_INNER_EPOCHS epochs: the next look brings better constraints than a
+      tighter solve of these (n-slack's INNER_EPOCHS, Joachims et al. sec. 4);
+    - later sweeps (every example has been looked at): no re-optimisation inside the sweep, so
+      that a sweep and the capped re-optimisation at its end are one cutting-plane round of
+      n-slack over the window (chunks still bound the memory of exploring);
+    - after a sweep: what it raised is re-optimised (capped); the window is done when
       the sweep raised UB by at most epsilon UB (it would not have asked for a re-optimisation: the
       window is covered by the cache at that w) and the cache is solved to epsilon; when only the
       first holds the cache is solved in full and one more sweep checks the window at that w; at
@@ -60,19 +61,30 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   constraints after each chunk (LaRank's process step: the rest of alpha held, their w as an
   offset) and the whole cache after each sweep: 0.12, for 40% less CPU.
   On the whole files, against n-slack -e 1e-3 in the same session (CPU seconds; this 2-core
-  machine was shared, so only the ratios mean much), Alg. 2's test alone (solve_on_raise 0):
+  machine was shared, so only the ratios mean much), re-optimising in every sweep by Alg. 2's test
+  alone:
   conll2000 (8,936 sentences, 211,727 tokens, C 0.1) one pass certified 1.4e-3 in 155 s of CPU
   (n-slack: 8.5e-4 in 47.8 s), 93% of it re-optimising (116 solves, 1,178 epochs; the oracle 5 s);
   UD English EWT (12,544 sentences, C 0.1) 2.1e-3 in 235 s and 9.2e-4 after two passes in 261 s
-  (n-slack: 9.9e-4 in 46.3 s). With solve_on_raise 1: conll2000 2.3e-3 in 84 s (67 solves), 6.2e-4
-  after two passes in 104 s; UD 2.3e-3 in 121 s (104 solves), 1.0e-3 after two passes (140 s),
-  8.3e-4 after three (146 s); test accuracy that of n-slack within 0.03 point. At 3 the test
-  file's pass takes 26% fewer re-optimisations and certifies 7.5e-3 (6.6e-3 at 0).
+  (n-slack: 9.9e-4 in 46.3 s). Re-optimising only once exploring had raised UB by the gap the last
+  re-optimisation left (the rule before the one below): conll2000 2.3e-3 in 84 s (67 solves),
+  6.2e-4 after two passes in 104 s; UD 2.3e-3 in 121 s (104 solves), 1.0e-3 after two passes
+  (140 s), 8.3e-4 after three (146 s); test accuracy that of n-slack within 0.03 point.
   Twelve looks ran out on all three sets before the window was covered (conll2000: 13 sweeps);
   24 (DEFAULT_STRUCTURED_LOOKS), one pass: conll2000 7.2e-4 in 106 s of CPU (2.2 times n-slack's),
   peak RSS 476 MB (1.13 times); UD 1.0e-3 in 146 s (3.2 times), 410 MB (1.17 times); sector
   (multiclass, C 1, 6,412 examples, one window) 1.6e-3 in 153 s against 2.8e-2 in 88 s with
   twelve, and three passes of twelve for 8.6e-4 in 236 s (n-slack: 8.6e-4 in 7.9 s, 193 MB).
+  Later sweeps as cutting-plane rounds (no re-optimisation inside a sweep after the first; the
+  rule above): in one session against n-slack (user CPU s, peak RSS; the engine by then reused
+  the norms and gradients of the previous round), UD one pass 109 re-optimisations and 1,120
+  epochs before, 37 and 435 after, certified 9.4e-4 in 63 s (n-slack 36.5 s); with sequence
+  constraints pruned after 2 idle re-optimisations, as n-slack prunes them (the task's
+  `online_keep_inactive`; 200, the binary default, kept 142,386 constraints and 520 MB), 38
+  re-optimisations, 8.8e-4 in 47.4 s and 307 MB against n-slack's 379 MB (1.30 times its CPU,
+  0.81 its memory); at 10 idle, 8.7e-4 in 56.9 s, 438 MB. conll2000: 8.2e-4 in 42.7 s, 373 MB
+  (n-slack 36.4 s, 406 MB: 1.17 times, 0.92). sector (multiclass, keep 200): 1.7e-3 in 22.6 s
+  (n-slack 7.8 s); pruning at 2 idle took 27.5 s there, so multiclass keeps the default.
   Windows smaller than the file do not buy memory here (both with twelve looks): conll2000 in
   windows of 60,000 rows certified 0.16 after one pass (the earlier windows' constraints are of a
   stale w) at a peak RSS of 437 MB against 455 MB, since the cache holds most rows anyway; and the
@@ -174,7 +186,7 @@ boundary resumes bit for bit; one cut inside a re-optimisation resumes from that
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -183,9 +195,10 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 5              # 2: the shuffle window's position; 3: its rows and UB raise;
+STATE_VERSION = 6              # 2: the shuffle window's position; 3: its rows and UB raise;
                                # 4: ranking caches one slack per query, not per pair;
-                               # 5: the UB raised since the last re-optimisation, and its gap
+                               # 5: the UB raised since the last re-optimisation (and its gap,
+                               # which 6 no longer keeps)
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -195,7 +208,6 @@ DEFAULT_ADMIT_MARGIN = 0.3
 DEFAULT_WINDOW_ROWS = 250000
 DEFAULT_STRUCTURED_LOOKS = 24
 STRUCTURED_INNER_EPOCHS = 10
-DEFAULT_SOLVE_ON_RAISE = 1.0
 STRUCTURED_MIN_CHUNKS = 6
 
 
@@ -404,7 +416,8 @@ class OnlineOptions:
     seed: int
     passes: int = 1
     chunk: int = DEFAULT_CHUNK
-    keep_rounds: int = DEFAULT_KEEP_INACTIVE
+    keep_rounds: Optional[int] = None          # None: the task's online_keep_inactive, else
+                                               # DEFAULT_KEEP_INACTIVE
     cache_limit: Optional[int] = None          # constraints
     cache_limit_bytes: Optional[int] = None
     max_epochs: int = 1000
@@ -421,10 +434,6 @@ class OnlineOptions:
                                                 # (None: STRUCTURED_INNER_EPOCHS for a structured
                                                 # task, max_epochs otherwise)
     admit_margin: float = DEFAULT_ADMIT_MARGIN  # cache examples violated within this of their slack
-    solve_on_raise: Optional[float] = None      # structured: re-optimise once exploring has raised
-                                                # UB by this times the gap the last re-optimisation
-                                                # left (None: DEFAULT_SOLVE_ON_RAISE; 0: whenever
-                                                # the cached gap exceeds epsilon, as Alg. 2)
 
 
 class OnlineDual:
@@ -443,6 +452,8 @@ class OnlineDual:
         self.window_done = 0            # examples of the current shuffle window visited, over its
                                         # sweeps (the window starts at rows_done / examples_done)
         self.window_added = 0           # constraints added in the window's current sweep
+        self.window_examples = 0        # examples of the current window (its positional ids
+                                        # follow examples_done)
         self.window_raise = 0.0         # what the window's current sweep added to UB
         self.structured = _structured(task)
         self.controlled = hasattr(task, "task")     # svmtrain.controls: rows may be transformed
@@ -451,14 +462,14 @@ class OnlineDual:
         self.looks = (opt.window_looks if opt.window_looks is not None
                       else getattr(task, "online_looks", None) or (
                           DEFAULT_STRUCTURED_LOOKS if self.structured else DEFAULT_WINDOW_LOOKS))
+        keep = getattr(task, "online_keep_inactive", None)
+        self.keep_rounds = (opt.keep_rounds if opt.keep_rounds is not None
+                            else keep if keep is not None else DEFAULT_KEEP_INACTIVE)
         # a window is done when a sweep raised UB by at most raise_share * epsilon * UB (ranking's
         # own share: see the module docstring)
         self.raise_share = float(getattr(task, "online_raise_share", 1.0))
         self.revisit = False            # the chunk is a window's second look (not counted again)
-        self.solve_on_raise = ((opt.solve_on_raise if opt.solve_on_raise is not None
-                                else DEFAULT_SOLVE_ON_RAISE) if self.structured else 0.0)
         self.raised_since_solve = 0.0   # UB raised by exploring since the last re-optimisation
-        self.gap_after_solve = 0.0      # UB - LB the last re-optimisation left
         self.added_in_pass = 0          # constraints added in the current pass
         self.pass_solves = 0            # re-optimisations when the current pass began
         self.examples_in_file = None    # known once a pass has completed
@@ -601,6 +612,7 @@ class OnlineDual:
             # the window's rows already in the row store: later sweeps' constraints share them
             self.row_of = None if self.controlled else np.full(window.n_rows, -1, np.int64)
             order = rng.permutation(n)
+            self.window_examples = n
             # a structured task's sweep is cut into STRUCTURED_MIN_CHUNKS chunks at least: w moves
             # inside a sweep (see the module docstring)
             size = (min(self.opt.chunk, -(-n // STRUCTURED_MIN_CHUNKS)) if self.structured
@@ -623,7 +635,7 @@ class OnlineDual:
                 self.qids_done |= window_qids
             self.rows_done += window.n_rows
             self.examples_done += n
-            self.window_done = self.window_added = 0
+            self.window_done = self.window_added = self.window_examples = 0
             self.window_raise = 0.0
             self.revisit = False
             self.row_of = self.chunk_rows = None
@@ -844,21 +856,33 @@ class OnlineDual:
         self.w, c.alpha, c.sqnorm = sol.w, sol.alpha, sol.sqnorm
         self._refresh(gradients=sol.gradients)
         self.raised_since_solve = 0.0
-        self.gap_after_solve = self.UB - self.LB
         c.idle = np.where(c.alpha > 0, 0, c.idle + 1)
-        stale = c.idle > self.opt.keep_rounds
+        stale = self._stale()
         if np.any(stale):
             c.keep(~stale)               # w and the kept constraints' gradients stay
             self._refresh(dual=False, gradients=c.grad)
 
+    def _stale(self):
+        """The cached constraints to prune: idle for more than keep_rounds re-optimisations. A
+        task's own (shorter) period applies to the current window's examples, which the window's
+        next sweep looks at again (a pruned constraint still violated comes back); an earlier
+        window's are not looked at again in the pass, so they keep the default period (UD written
+        4 times, one pass: pruning every sequence constraint after 2 idle re-optimisations
+        certified 2.6e-2, against 1.3e-2 keeping them 200)."""
+        c = self.cache
+        if self.opt.keep_rounds is not None or self.keep_rounds >= DEFAULT_KEEP_INACTIVE or self._keyed:
+            return c.idle > self.keep_rounds
+        lo = self.examples_done
+        in_window = (c.cons.group >= lo) & (c.cons.group < lo + self.window_examples)
+        return c.idle > np.where(in_window, self.keep_rounds, DEFAULT_KEEP_INACTIVE)
+
     def _worth_optimising(self):
-        """Alg. 2's test (the cached gap exceeds epsilon UB), and for a structured task also: the
-        chunks explored since the last re-optimisation raised UB by at least `solve_on_raise`
-        times the gap that re-optimisation left (capped, it leaves one): a capped solve of a cache
-        that exploring has barely changed would mostly repeat the last one."""
-        if self.UB - self.LB <= self.opt.epsilon * self.UB:
+        """After a chunk: Alg. 2's test (the cached gap exceeds epsilon UB). A structured task's
+        later sweeps of a window re-optimise only at the sweep's end (_window_done): each is then
+        a cutting-plane round over the window (see the module docstring)."""
+        if self.structured and self.revisit:
             return False
-        return self.raised_since_solve >= self.solve_on_raise * self.gap_after_solve
+        return self.UB - self.LB > self.opt.epsilon * self.UB
 
     def _refresh(self, dual=True, gradients=None):
         """Gradients (unless known: `gradients`), UB (cached problem) and, after w moved,
@@ -934,7 +958,6 @@ class OnlineDual:
             "window_done": np.array(self.window_done), "window_added": np.array(self.window_added),
             "window_raise": np.array(self.window_raise),
             "raised_since_solve": np.array(self.raised_since_solve),
-            "gap_after_solve": np.array(self.gap_after_solve),
             "window_rows": np.array(self.opt.window_rows if self.shuffles else 0),
             "revisit": np.array(self.revisit),
             "shuffle_window": np.array(self.opt.shuffle_window if self.shuffles else 0),
@@ -964,7 +987,6 @@ class OnlineDual:
         self.window_done, self.window_added = int(s["window_done"]), int(s["window_added"])
         self.window_raise = float(s["window_raise"])
         self.raised_since_solve = float(s["raised_since_solve"])
-        self.gap_after_solve = float(s["gap_after_solve"])
         saved_rows = int(s["window_rows"])
         if saved_rows != (self.opt.window_rows if self.shuffles else 0) and (
                 self.rows_done or self.window_done):
@@ -1298,7 +1320,7 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
     "store_refs": np.integer, "qids_done": np.integer,
 }
-_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "gap_after_solve", "window_rows", "revisit", "shuffle_window",
+_SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "window_rows", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
 
 

@@ -83,6 +83,7 @@ class Sequence(LabelledTask):
     #: cached at the end against 80k at 50, and a peak RSS of 159 MB against 328 MB; a dropped
     #: labelling that is violated again is simply added again.
     inactive_rounds = 2
+    online_keep_inactive = 2
 
     @classmethod
     def from_training_data(cls, block, path, options=None):
