@@ -471,3 +471,12 @@ def test_controls_bad_input_exit_2(runner, tmp_path):
     r = run(runner, "train", "-B", "1", "--bias-reg", "0.25", "--warm-start", state, _heart(),
             tmp_path / "m2")
     assert r.exit_code == 2 and "cannot resume" in r.output and "controls" in r.output, r.output
+
+
+def test_the_allocator_takes_a_fixed_mmap_threshold():
+    """Long runs fix glibc's mmap threshold (svmtrain.memory): the call reaches the allocator."""
+    import platform
+    from svmtrain.memory import STREAM_MMAP_THRESHOLD, fix_mmap_threshold
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's mallopt")
+    assert fix_mmap_threshold(STREAM_MMAP_THRESHOLD) is True

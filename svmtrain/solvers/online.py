@@ -1031,26 +1031,6 @@ class OnlineDual:
                          bias is not None, self.stride)
 
 
-def steady_malloc():
-    """Keep glibc from drifting memory upwards over a long stream.
-
-    glibc raises its mmap threshold after a large block is freed (up to 32 MB), so later
-    block-sized arrays come from the heap, which fragments and is not given back: over kddcup99
-    streamed 10 times the peak RSS grew 31% over one time. A fixed threshold (128 KB, glibc's
-    default, which also switches the adjustment off) returns every chunk's arrays to the system:
-    +1.5%. Elsewhere (not glibc) nothing is done.
-    """
-    import ctypes
-    import ctypes.util
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    M_MMAP_THRESHOLD = -3
-    return bool(mallopt(M_MMAP_THRESHOLD, 128 * 1024))
-
-
 def train_online(task, path, opt: OnlineOptions, state=None):
     """The solver registered as "online-dual": a run over the file at `path` (resumed from a
     state checked by load_state, when given); `.run(...)` streams it and returns an OnlineResult."""
