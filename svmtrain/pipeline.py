@@ -179,7 +179,7 @@ def run_training(run: TrainingRun):
                               run.where.flag)
         from svmtrain import distributed
         try:
-            distributed.check_available(run.where.flag)
+            distributed.check_available(run.where.flag, bool(run.where.workers))
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
     started = time.perf_counter()
