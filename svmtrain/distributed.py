@@ -818,7 +818,11 @@ class DaskShards:
     worker thread, kept in the workers' memory across iterations."""
 
     def __init__(self, s: Session, task_class, path, *, zero_based, options, C, bias,
-                 partitions_count=None, merge_duplicates=True):
+                 partitions_count=None, merge_duplicates=True, sample_k=0):
+        """`sample_k`: the stride of the sample start the run will ask for (`sample`), 0 for
+        none: when the sample start applies, every shard's part of it is made as the shard opens
+        and comes back with the shard's row counts, in the same round trip."""
+        from svmtrain.solvers.oneslack import _samples
         from svmtrain.tasks.base import Geometry
         if path == "-":
             raise NotListable("-: training on Dask reads the file on the workers, which cannot "
@@ -857,7 +861,14 @@ class DaskShards:
         # the rows trained on, when some partition merged identical ones (else 0, as LocalShards),
         # and where each shard is (a data error raised opening a shard, named by file and line,
         # is raised here)
-        rows = client.gather([client.submit(_trained_rows, f, pure=False) for f in self.shards])
+        asked = [client.submit(_trained_rows, f, pure=False) for f in self.shards]
+        self._sample = None
+        if _samples(self.task, sum(i[0] for i in infos), sample_k):
+            asked += [client.submit(_shard_sample, f, sample_k, pure=False) for f in self.shards]
+        answers = client.gather(asked)
+        rows = answers[:len(self.shards)]
+        if len(answers) > len(rows):
+            self._sample = sample_k, data.concat_blocks(answers[len(rows):])
         self.n_rows = sum(n for _, n, _ in rows)
         trained = sum(n for n, _, _ in rows)
         self.distinct_examples = trained if trained != self.n_rows else 0
@@ -915,7 +926,11 @@ class DaskShards:
 
     def sample(self, k):
         """Every k-th row of each partition, costs times k, gathered here: the rows of the sample
-        start (svmtrain.solvers.oneslack), which runs in this process."""
+        start (svmtrain.solvers.oneslack), which runs in this process; made as the shards
+        opened when `sample_k` was k."""
+        if self._sample is not None and self._sample[0] == k:
+            sample, self._sample = self._sample[1], None
+            return sample
         return data.concat_blocks(self.client.gather(
             [self.client.submit(_shard_sample, shard, k, pure=False, **where)
              for shard, where in zip(self.shards, self._placements())]))
@@ -957,13 +972,16 @@ def cluster_failure(e: BaseException) -> bool:
 def train_oneslack(s: Session, task_class, path, *, zero_based, options, C, bias, start_state=None,
                    partitions_count=None, **solver_options):
     """1-slack training on the cluster. Returns (task, OneSlackResult, partitions).
-    start_state(task, n_w): the working set to begin from (read_state), or None."""
-    from svmtrain.solvers.oneslack import train_oneslack as oneslack
+    start_state(task, n_w): the working set to begin from (read_state); None without a warm
+    start."""
+    from svmtrain.solvers.oneslack import DEFAULT_SAMPLE_START, train_oneslack as oneslack
     sent = worker_path(path)
     with _named_as_given(path, sent):
         shards = DaskShards(s, task_class, sent, zero_based=zero_based, options=options, C=C,
                             bias=bias, partitions_count=partitions_count,
-                            merge_duplicates=solver_options.get("merge_duplicates", True))
+                            merge_duplicates=solver_options.get("merge_duplicates", True),
+                            sample_k=0 if start_state is not None else solver_options.get(
+                                "sample_start", DEFAULT_SAMPLE_START))
         if start_state is not None:
             solver_options["start"] = start_state(shards.task, shards.n_w)
         K = shards.partitions

@@ -784,8 +784,7 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
     a warm start (its planes are the start), examples of several rows (ranking, sequence), tasks
     without oracle screening (measured on binary and multiclass only), or fewer than
     SAMPLE_MIN_EXAMPLES examples in the sample."""
-    if (k < 2 or start is not None or task.grouping != "row" or not _screens(task)
-            or block.n_rows // k < SAMPLE_MIN_EXAMPLES):
+    if start is not None or not _samples(task, block.n_rows, k):
         return None
     # `block`: the rows, or an executor whose partitions are elsewhere (Dask) and which sends
     # every k-th row of each (`sample`): the same rows when there is one partition
@@ -794,6 +793,12 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
                           epsilon=max(epsilon, SAMPLE_EPSILON), max_epochs=max_epochs, seed=0,
                           threads=threads, in_out=in_out, screen=screen, sample_start=k,
                           merge_duplicates=merge_duplicates)
+
+
+def _samples(task, n_rows, k):
+    """Whether a run without a warm start begins with the sample start (_sample_start) on
+    `n_rows` rows with stride k."""
+    return k >= 2 and task.grouping == "row" and _screens(task) and n_rows // k >= SAMPLE_MIN_EXAMPLES
 
 
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
