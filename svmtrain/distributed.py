@@ -687,17 +687,22 @@ def _train_cocoa(s, task_class, path, *, zero_based, options, C, bias, epsilon, 
 # planes, its Gram matrix and the small QP. Its per-example work runs where the data is: the file is
 # cut into one partition of whole examples per worker thread, each worker loads its byte range once
 # and keeps the partition as a shard (rows, Problem, offender cache) in its memory for the whole run.
-# Each iteration w goes to every worker once (inside the tasks, or scattered when it is large),
-# every shard returns its part of the plane (oneslack's `_from_oracle` / `_from_cache`, the very
-# functions the embedded run calls on its shards), and the client adds the parts in partition order:
-# the model is bit for bit the same for a given number of partitions, whatever the timing. A shard
-# lost with its worker is rebuilt by Dask from its byte range on another worker (its task's
-# lineage); its offender cache then starts empty, which changes which planes the run takes, not
-# what it converges to or its certificate.
+# Each iteration w goes to every worker once, every shard returns its part of the plane
+# (oneslack's `_screened_oracle` / `_from_oracle` / `_from_cache`, the very functions the embedded
+# run calls on its shards), and the client adds the parts in partition order: the model is bit for
+# bit the same for a given number of partitions, whatever the timing.
+#
+# The per-iteration calls are not tasks: each shard is held by a Dask actor on its worker
+# (`_ShardHost`), which the client calls directly, without the scheduler. A round of two tasks
+# (submit, the scheduler, the workers, gather) took 20-28 ms on this machine (2 cores, shared)
+# whatever the work, an actor call to both workers 6-7 ms; on kddcup99 binary (29 iterations) that
+# is most of the Dask run's time beyond the local one's. The shards stay tasks' results, so a
+# shard lost with its worker is rebuilt by Dask from its byte range on another worker (its task's
+# lineage) and a new actor holds it; its offender cache and screening state then start empty,
+# which changes which planes the run takes, not what it converges to or its certificate.
 
-#: w is scattered to every worker once per iteration above this size; a smaller one travels inside
-#: the tasks (a scatter costs scheduler round trips: 6 ms per iteration on a9a, this machine)
-SCATTER_BYTES = 1 << 20
+#: a lost worker's shards are rebuilt and the round repeated at most this many times in a row
+HOST_REBUILDS = 3
 
 _scratches = threading.local()   # per worker thread: the dense buffers a shard sums its plane into
 
@@ -741,8 +746,10 @@ def _partition_bytes(part):
 
 def _placements(client, futures):
     """Per future, where the tasks that use it should run: on the worker that holds it (one
-    scheduler query). The restriction is loose: a lost worker's data is rebuilt, and its tasks
-    run, elsewhere. See DaskShards._placements for what happens without it."""
+    scheduler query). Left to itself, the scheduler sometimes sent a task to another worker and
+    moved the data there (1-slack on kddcup99 x30, 2 workers, when its rounds were tasks: 8.8 s
+    transfers of a shard at random iterations, in 7 of 9 runs). The restriction is loose: a lost
+    worker's data is rebuilt, and its tasks run, elsewhere."""
     holders = client.who_has(futures)
     return [{"workers": list(holders[f.key]), "allow_other_workers": True}
             if holders.get(f.key) else {} for f in futures]
@@ -779,20 +786,31 @@ def _shard_sample(shard, k):
 
 
 def _trained_rows(shard):
-    """(rows trained on, the partition's rows, the worker holding the shard) of a shard."""
+    """(rows trained on, the partition's rows) of a shard."""
     inverse = getattr(shard, "inverse", None)
-    return (shard.block.n_rows, shard.block.n_rows if inverse is None else len(inverse),
-            _here())
+    return shard.block.n_rows, shard.block.n_rows if inverse is None else len(inverse)
 
 
-def _here():
-    from distributed import get_worker
-    return get_worker().address
+def _with_scratch(shard, fn, n_w, *args):
+    return fn(shard, _scratch(n_w), *args)
 
 
-def _shard_call(shard, fn, n_w, *args):
-    """fn's result on the shard, and the worker it ran on (where the shard now is)."""
-    return fn(shard, _scratch(n_w), *args), _here()
+class _ShardHost:
+    """A Dask actor on a shard's worker, holding the shard (the result of its `_open_shard` task):
+    `call(fn, *args)` is fn(shard, *args) there, one direct request from the client."""
+
+    def __init__(self, shard):
+        self.shard = shard
+
+    def call(self, fn, *args):
+        return fn(self.shard, *args)
+
+
+def _host_lost(e: BaseException) -> bool:
+    """Whether an actor call failed because its worker went (not because of what it ran)."""
+    if isinstance(e, OSError):        # the connection to the worker broke (CommClosedError)
+        return True
+    return isinstance(e, RuntimeError) and str(e).startswith("Worker holding Actor was lost")
 
 
 def _shard_losses(shard, task, w, geometry, C, path):
@@ -802,11 +820,6 @@ def _shard_losses(shard, task, w, geometry, C, path):
     # each original row's loss from its distinct row's violation (the same value, bit for bit)
     v = shard.original_costs * task.violations(w, shard.block, path, geometry)[inverse]
     return v[v > 0.0], len(v)
-
-
-def _near(address):
-    """Submit options that run a task on the worker at `address` when it can (module comment)."""
-    return {"workers": [address], "allow_other_workers": True}
 
 
 def _qids(block):
@@ -858,21 +871,26 @@ class DaskShards:
                                      merge_duplicates, pure=False,
                                      workers=[slots[k % len(slots)]], allow_other_workers=True)
                        for k, b in enumerate(self.blocks)]
-        # the rows trained on, when some partition merged identical ones (else 0, as LocalShards),
-        # and where each shard is (a data error raised opening a shard, named by file and line,
-        # is raised here)
-        asked = [client.submit(_trained_rows, f, pure=False) for f in self.shards]
+        # the shards' hosts (their actors); the rows trained on, when some partition merged
+        # identical ones (else 0, as LocalShards); a data error raised opening a shard, named by
+        # file and line, is raised here
+        n_parts = len(self.shards)
+        self._host_futures = [client.submit(_ShardHost, f, actor=True, pure=False,
+                                            workers=[slots[k % len(slots)]],
+                                            allow_other_workers=True)
+                              for k, f in enumerate(self.shards)]
+        asked = self._host_futures + [client.submit(_trained_rows, f, pure=False)
+                                      for f in self.shards]
         self._sample = None
         if _samples(self.task, sum(i[0] for i in infos), sample_k):
             asked += [client.submit(_shard_sample, f, sample_k, pure=False) for f in self.shards]
         answers = client.gather(asked)
-        rows = answers[:len(self.shards)]
-        if len(answers) > len(rows):
-            self._sample = sample_k, data.concat_blocks(answers[len(rows):])
-        self.n_rows = sum(n for _, n, _ in rows)
-        trained = sum(n for n, _, _ in rows)
+        self._hosts, rows = answers[:n_parts], answers[n_parts:2 * n_parts]
+        if len(answers) > 2 * n_parts:
+            self._sample = sample_k, data.concat_blocks(answers[2 * n_parts:])
+        self.n_rows = sum(n for _, n in rows)
+        trained = sum(n for n, _ in rows)
         self.distinct_examples = trained if trained != self.n_rows else 0
-        self._where = [_near(address) for _, _, address in rows]
         # the shards hold the blocks; the scheduler keeps the load tasks to rebuild a lost shard
         for f in self.blocks:
             f.release()
@@ -901,28 +919,40 @@ class DaskShards:
         return len(self.shards)
 
     def run(self, fn, args):
-        """fn(shard, scratch, *args) on every shard where it lives; an array of args above
-        SCATTER_BYTES (w) is scattered once to every worker. The results in partition order."""
-        client = self.client
-        sent = [client.scatter(a, broadcast=True, hash=False)
-                if isinstance(a, np.ndarray) and a.nbytes > SCATTER_BYTES else a for a in args]
-        futures = [client.submit(_shard_call, shard, fn, self.n_w, *sent, pure=False, **where)
-                   for shard, where in zip(self.shards, self._where)]
-        parts = []
-        for k, (part, address) in enumerate(client.gather(futures)):
-            parts.append(part)
-            self._where[k] = _near(address)
-        del futures, sent
-        return parts
+        """fn(shard, scratch, *args) on every shard where it lives. The results in partition
+        order."""
+        return self._call_hosts(_with_scratch, fn, self.n_w, *args)
 
-    def _placements(self):
-        """Per shard, where its tasks run: on the worker its last task ran on, which holds it
-        (each task says where it ran: no scheduler query). Left to itself, the scheduler
-        sometimes sent a task to the other worker and moved the shard there (kddcup99 x30, 2
-        workers: 8.8 s transfers of a shard at random iterations, in 7 of 9 runs). The
-        restriction is loose: a lost worker's shard is rebuilt, and its tasks run, elsewhere,
-        and the next placement follows it."""
-        return self._where
+    def _call_hosts(self, fn, *args):
+        """fn(shard, *args) on every shard by its host, in parallel; the results in partition
+        order. A host lost with its worker: every shard gets a new host (Dask rebuilds a lost
+        shard first) and the round is repeated."""
+        for attempt in range(HOST_REBUILDS + 1):
+            try:
+                calls = [host.call(fn, *args) for host in self._hosts]
+                return [c.result() for c in calls]
+            except Exception as e:
+                if not _host_lost(e):
+                    raise
+                if attempt == HOST_REBUILDS:
+                    raise ClusterError(f"the Dask cluster kept losing the workers of this run "
+                                       f"({e})") from None
+                self._rehost(e)
+        raise AssertionError("unreachable")
+
+    def _rehost(self, lost):
+        """New hosts for the shards, placed by the scheduler where each shard is (or is rebuilt);
+        ClusterError when the cluster cannot make them (its scheduler is gone)."""
+        client = self.client
+        for f in self._host_futures:
+            f.release()
+        try:
+            self._host_futures = [client.submit(_ShardHost, f, actor=True, pure=False)
+                                  for f in self.shards]
+            self._hosts = client.gather(self._host_futures)
+        except Exception as e:
+            raise ClusterError(f"the Dask cluster lost the workers of this run ({lost}; "
+                               f"{type(e).__name__}: {e})") from None
 
     def sample(self, k):
         """Every k-th row of each partition, costs times k, gathered here: the rows of the sample
@@ -931,27 +961,24 @@ class DaskShards:
         if self._sample is not None and self._sample[0] == k:
             sample, self._sample = self._sample[1], None
             return sample
-        return data.concat_blocks(self.client.gather(
-            [self.client.submit(_shard_sample, shard, k, pure=False, **where)
-             for shard, where in zip(self.shards, self._placements())]))
+        return data.concat_blocks(self._call_hosts(_shard_sample, k))
 
     def price(self, w):
         """P(w) and the number of examples, summed as verify-bound sums them (file order)."""
         from svmtrain.objective import PrimalAccumulator
         acc = PrimalAccumulator(self.task, w, self.geometry, self.C, self.path)
-        sent = self.client.scatter(w, broadcast=True, hash=False)
-        futures = [self.client.submit(_shard_losses, shard, self.task, sent, self.geometry, self.C,
-                                      self.path, pure=False, **where)
-                   for shard, where in zip(self.shards, self._placements())]
-        for losses, n in self.client.gather(futures):
+        for losses, n in self._call_hosts(_shard_losses, self.task, w, self.geometry, self.C,
+                                          self.path):
             acc.add_losses(losses, n)
         return acc.value()
 
     def close(self):
-        """Release the shards (the workers drop them; the session closes the cluster)."""
-        for f in self.shards + self.blocks:
+        """Release the hosts and the shards (the workers drop them; the session closes the
+        cluster)."""
+        self._hosts = []
+        for f in self._host_futures + self.shards + self.blocks:
             f.release()
-        self.shards, self.blocks = [], []
+        self._host_futures, self.shards, self.blocks = [], [], []
 
 
 def cluster_failure(e: BaseException) -> bool:

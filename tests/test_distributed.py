@@ -340,12 +340,10 @@ def test_oneslack_on_dask_starts_from_a_sample_of_every_partition(cluster, tmp_p
     assert np.array_equal(r1.w, local.w) and (r1.primal, r1.dual) == (local.primal, local.dual)
 
 
-def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path, monkeypatch):
+def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path):
     path = _head(PENDIGITS, 200, tmp_path)
     models = [tmp_path / "a.model", tmp_path / "b.model"]
     for m in models:
-        if m == models[1]:       # w scattered to the workers rather than sent inside the tasks
-            monkeypatch.setattr(distributed, "SCATTER_BYTES", 0)
         r = run("train", "-m", "1-slack", "-t", "multiclass", "-e", "5e-2", "--scheduler",
                 cluster.scheduler_address, path, m)
         assert r.exit_code == 0, r.output
