@@ -113,13 +113,16 @@ class Session:
                 else:
                     import dask
                     # one thread per process: the kernels release the GIL, one core each. The
-                    # processes fork from a fork server that has imported Dask and numpy once:
-                    # measured on this machine (loaded), start + close 0.1 + 1.4 s instead of
-                    # spawn's 2.4 + 0.7 s, a fixed cost every --workers command pays
+                    # processes fork from a fork server that has imported Dask and the workers'
+                    # modules once (start_fork_server, started by check_available): measured on
+                    # this machine (loaded), start + close 0.1 + 1.4 s instead of spawn's 2.4 +
+                    # 0.7 s, a fixed cost every --workers command pays. No dashboard: nothing
+                    # here shows it
                     method = {"distributed.worker.multiprocessing-method": "forkserver"}
+                    start_fork_server()       # (already running after check_available)
                     with dask.config.set(method):
                         self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                                     processes=True, dashboard_address=":0",
+                                                     processes=True, dashboard_address=None,
                                                      silence_logs=logging.ERROR)
                     self._client = Client(self._cluster)
             except OSError as e:   # unreachable scheduler (asyncio / comm timeouts are OSErrors)

@@ -53,9 +53,10 @@ the certain violators are summed once into one vector (plane part s, loss b_s - 
 other examples are scored: the same plane and loss up to rounding. A new reference point is taken
 when a pass scored at least the average fraction of the passes since the last one, and in place
 of a pass that a probe (every PROBE_STRIDE-th example, the pass's own tests) finds would score
-PROBE_REFRESH or more of the examples: it costs what a reference pass costs. Measured
-(examples scored at the oneslack-speed gaps): kddcup99 binary 71%, a9a 69%, kddcup99 multiclass
-59% of the full passes'; few in the early iterations, 8-25% late.
+PROBE_REFRESH or more of the examples: it costs what a reference pass costs (_ScreenPolicy: for
+all shards together here; on Dask each partition decides for itself on its worker, in the same
+call as its pass). Measured (examples scored at the oneslack-speed gaps): kddcup99 binary 71%,
+a9a 69%, kddcup99 multiclass 59% of the full passes'; few in the early iterations, 8-25% late.
 
 Sample start (`sample_start` = k, binary and multiclass): the early iterations, while the working
 set models the loss poorly, jump far and score nearly every example (screening cannot skip them).
