@@ -224,8 +224,8 @@ class _Shard:
         self.policy = None                    # its own _ScreenPolicy (Dask), once
 
     def __getstate__(self):
-        # a shard moved to another worker (Dask) leaves its screening state behind: it scores
-        # every example until the next reference point
+        # a shard moved to another worker (Dask) leaves its screening state and policy behind:
+        # its next pass scores every example (and, with a policy of its own, is a reference pass)
         state = self.__dict__.copy()
         state["screen"] = state["policy"] = None
         return state
@@ -679,7 +679,7 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                 if policy is not None:
                     screen_args = policy.arguments(query, lambda args: [
                         sum(counts) for counts in zip(*run_here(_probe, args))])
-                # (the arrays as arguments of their own: a Dask executor scatters large ones once)
+                # (the arrays as arguments of their own: a Dask executor sends them with its calls)
                 if screens_itself:
                     parts = run(_screened_oracle, (task, query, iteration, use_cache, cache_size))
                 else:
