@@ -813,13 +813,21 @@ def _with_scratch(shard, fn, n_w, *args):
 
 class _ShardHost:
     """A Dask actor on a shard's worker, holding the shard (the result of its `_open_shard` task):
-    `call(fn, *args)` is fn(shard, *args) there, one direct request from the client."""
+    `call(fn, *args)` is fn(shard, *args) there, one direct request from the client. It runs in
+    the worker's thread pool, the one its tasks run in: Dask runs an actor's methods in one
+    thread per worker, which would take the calls of a worker's shards (one per thread) one at a
+    time."""
 
     def __init__(self, shard):
         self.shard = shard
 
-    def call(self, fn, *args):
-        return fn(self.shard, *args)
+    async def call(self, fn, *args):
+        import asyncio
+        import functools
+        from distributed import get_worker
+        pool = get_worker().executors["default"]
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, functools.partial(fn, self.shard, *args))
 
 
 def _host_lost(e: BaseException) -> bool:
