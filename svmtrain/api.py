@@ -224,7 +224,7 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
                               where.flag)
         from svmtrain import distributed
         try:
-            distributed.check_available(where.flag)
+            distributed.check_available(where.flag, bool(where.workers))
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
     labels_out, values_out = [], []
@@ -323,7 +323,7 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
                              "controls (weights, scales, prior, nonneg) so far: leave out --workers")
         from svmtrain import distributed
         try:
-            distributed.check_available(where.flag)
+            distributed.check_available(where.flag, bool(where.workers))
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
         with distributed.session(where.workers, where.scheduler, client=where.client) as s:

@@ -60,12 +60,49 @@ class ClusterError(RuntimeError):
     """The cluster failed the run (workers lost beyond Dask's retries, or unreachable)."""
 
 
-def check_available(flag: str) -> None:
-    """Before any data is read: Dask must be importable for `flag`."""
+def check_available(flag: str, local_workers: bool = False) -> None:
+    """Before any data is read: Dask must be importable for `flag`. `local_workers`: the command
+    will start a LocalCluster, whose worker processes' fork server is started now
+    (`start_fork_server`), while this process imports Dask."""
+    import importlib.util
+    if local_workers and importlib.util.find_spec("distributed") is not None:
+        start_fork_server()
     try:
         import distributed  # noqa: F401
     except ImportError:
         raise DaskMissing(f"{flag} runs on Dask, which is not installed: {INSTALL_HINT}") from None
+    # leaving Python, its last garbage collections walk the objects of Dask's modules: 0.2 s of
+    # a 2 s `train --workers 2` (five interleaved runs each, medians 1.98 s against 2.18 s).
+    # They are all alive until the end: exclude them (and the rest) from those collections
+    global _freeze_at_exit
+    if not _freeze_at_exit:
+        import atexit
+        import gc
+        atexit.register(gc.freeze)
+        _freeze_at_exit = True
+
+
+_freeze_at_exit = False
+
+
+#: what the LocalCluster's fork server imports once for every worker process: Dask and the
+#: modules of the workers' tasks (the main module too, which each worker process runs again)
+WORKER_PRELOAD = ("distributed", "svmtrain.distributed", "svmtrain.solvers.oneslack",
+                  "svmtrain.cli")
+
+
+def start_fork_server() -> None:
+    """Start the fork server the LocalCluster's worker processes fork from (Session.client), with
+    WORKER_PRELOAD imported there once: it imports them while this process imports Dask and starts
+    the scheduler, and each worker process starts with them instead of importing them on its
+    first task. Measured (`train -e 1e-3 --workers 2` on kddcup99 binary, the whole command, four
+    interleaved runs, load average 3 on 2 cores): median 3.98 s against 4.30 s when Dask started
+    the fork server itself, with Dask alone preloaded, once its import was done. A running fork
+    server is kept (the pool of a second LocalCluster in the same process forks from it)."""
+    import multiprocessing
+    from multiprocessing import forkserver
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_PRELOAD))
+    forkserver.ensure_running()
 
 
 class Session:
@@ -88,13 +125,16 @@ class Session:
                 else:
                     import dask
                     # one thread per process: the kernels release the GIL, one core each. The
-                    # processes fork from a fork server that has imported Dask and numpy once:
-                    # measured on this machine (loaded), start + close 0.1 + 1.4 s instead of
-                    # spawn's 2.4 + 0.7 s, a fixed cost every --workers command pays
+                    # processes fork from a fork server that has imported Dask and the workers'
+                    # modules once (start_fork_server, started by check_available): measured on
+                    # this machine (loaded), start + close 0.1 + 1.4 s instead of spawn's 2.4 +
+                    # 0.7 s, a fixed cost every --workers command pays. No dashboard: nothing
+                    # here shows it
                     method = {"distributed.worker.multiprocessing-method": "forkserver"}
+                    start_fork_server()       # (already running after check_available)
                     with dask.config.set(method):
                         self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                                     processes=True, dashboard_address=":0",
+                                                     processes=True, dashboard_address=None,
                                                      silence_logs=logging.ERROR)
                     self._client = Client(self._cluster)
             except OSError as e:   # unreachable scheduler (asyncio / comm timeouts are OSErrors)
@@ -662,17 +702,23 @@ def _train_cocoa(s, task_class, path, *, zero_based, options, C, bias, epsilon, 
 # planes, its Gram matrix and the small QP. Its per-example work runs where the data is: the file is
 # cut into one partition of whole examples per worker thread, each worker loads its byte range once
 # and keeps the partition as a shard (rows, Problem, offender cache) in its memory for the whole run.
-# Each iteration w goes to every worker once (inside the tasks, or scattered when it is large),
-# every shard returns its part of the plane (oneslack's `_from_oracle` / `_from_cache`, the very
-# functions the embedded run calls on its shards), and the client adds the parts in partition order:
-# the model is bit for bit the same for a given number of partitions, whatever the timing. A shard
-# lost with its worker is rebuilt by Dask from its byte range on another worker (its task's
-# lineage); its offender cache then starts empty, which changes which planes the run takes, not
-# what it converges to or its certificate.
+# Each iteration w goes to every worker once, every shard returns its part of the plane
+# (oneslack's `_screened_oracle` / `_from_oracle` / `_from_cache`, the very functions the embedded
+# run calls on its shards), and the client adds the parts in partition order: the model is bit for
+# bit the same for a given number of partitions, whatever the timing.
+#
+# The per-iteration calls are not tasks: each shard is held by a Dask actor on its worker
+# (`_ShardHost`), which the client calls directly, without the scheduler. A round of two tasks
+# (submit, the scheduler, the workers, gather) took 20-28 ms on this machine (2 cores, shared)
+# whatever the work, an actor call to both workers 6-7 ms (kddcup99 binary, 2 workers: its 29
+# iterations, oracle passes included, 0.48 s against 0.6-0.77 s as rounds of tasks). The shards
+# stay tasks' results, so a shard lost with its worker is rebuilt by Dask from its byte range on
+# another worker (its task's lineage) and a new actor holds it; its offender cache and screening
+# state then start empty, which changes which planes the run takes, not what it converges to or
+# its certificate.
 
-#: w is scattered to every worker once per iteration above this size; a smaller one travels inside
-#: the tasks (a scatter costs scheduler round trips: 6 ms per iteration on a9a, this machine)
-SCATTER_BYTES = 1 << 20
+#: a lost worker's shards are rebuilt and the round repeated at most this many times in a row
+HOST_REBUILDS = 3
 
 _scratches = threading.local()   # per worker thread: the dense buffers a shard sums its plane into
 
@@ -716,8 +762,10 @@ def _partition_bytes(part):
 
 def _placements(client, futures):
     """Per future, where the tasks that use it should run: on the worker that holds it (one
-    scheduler query). The restriction is loose: a lost worker's data is rebuilt, and its tasks
-    run, elsewhere. See DaskShards._placements for what happens without it."""
+    scheduler query). Left to itself, the scheduler sometimes sent a task to another worker and
+    moved the data there (1-slack on kddcup99 x30, 2 workers, when its rounds were tasks: 8.8 s
+    transfers of a shard at random iterations, in 7 of 9 runs). The restriction is loose: a lost
+    worker's data is rebuilt, and its tasks run, elsewhere."""
     holders = client.who_has(futures)
     return [{"workers": list(holders[f.key]), "allow_other_workers": True}
             if holders.get(f.key) else {} for f in futures]
@@ -759,8 +807,34 @@ def _trained_rows(shard):
     return shard.block.n_rows, shard.block.n_rows if inverse is None else len(inverse)
 
 
-def _shard_call(shard, fn, n_w, *args):
+def _with_scratch(shard, fn, n_w, *args):
     return fn(shard, _scratch(n_w), *args)
+
+
+class _ShardHost:
+    """A Dask actor on a shard's worker, holding the shard (the result of its `_open_shard` task):
+    `call(fn, *args)` is fn(shard, *args) there, one direct request from the client. It runs in
+    the worker's thread pool, the one its tasks run in: Dask runs an actor's methods in one
+    thread per worker, which would take the calls of a worker's shards (one per thread) one at a
+    time."""
+
+    def __init__(self, shard):
+        self.shard = shard
+
+    async def call(self, fn, *args):
+        import asyncio
+        import functools
+        from distributed import get_worker
+        pool = get_worker().executors["default"]
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, functools.partial(fn, self.shard, *args))
+
+
+def _host_lost(e: BaseException) -> bool:
+    """Whether an actor call failed because its worker went (not because of what it ran)."""
+    if isinstance(e, OSError):        # the connection to the worker broke (CommClosedError)
+        return True
+    return isinstance(e, RuntimeError) and str(e).startswith("Worker holding Actor was lost")
 
 
 def _shard_losses(shard, task, w, geometry, C, path):
@@ -781,7 +855,11 @@ class DaskShards:
     worker thread, kept in the workers' memory across iterations."""
 
     def __init__(self, s: Session, task_class, path, *, zero_based, options, C, bias,
-                 partitions_count=None, merge_duplicates=True):
+                 partitions_count=None, merge_duplicates=True, sample_k=0):
+        """`sample_k`: the stride of the sample start the run will ask for (`sample`), 0 for
+        none: when the sample start applies, every shard's part of it is made as the shard opens
+        and comes back with the shard's row counts, in the same round trip."""
+        from svmtrain.solvers.oneslack import _samples
         from svmtrain.tasks.base import Geometry
         if path == "-":
             raise NotListable("-: training on Dask reads the file on the workers, which cannot "
@@ -817,13 +895,23 @@ class DaskShards:
                                      merge_duplicates, pure=False,
                                      workers=[slots[k % len(slots)]], allow_other_workers=True)
                        for k, b in enumerate(self.blocks)]
-        from distributed import wait
-        wait(self.shards)
-        for f in self.shards:
-            if f.status == "error":
-                f.result()                # the data error, named by file and line
-        # the rows trained on, when some partition merged identical ones (else 0, as LocalShards)
-        rows = client.gather([client.submit(_trained_rows, f, pure=False) for f in self.shards])
+        # the shards' hosts (their actors); the rows trained on, when some partition merged
+        # identical ones (else 0, as LocalShards); a data error raised opening a shard, named by
+        # file and line, is raised here
+        n_parts = len(self.shards)
+        self._host_futures = [client.submit(_ShardHost, f, actor=True, pure=False,
+                                            workers=[slots[k % len(slots)]],
+                                            allow_other_workers=True)
+                              for k, f in enumerate(self.shards)]
+        asked = self._host_futures + [client.submit(_trained_rows, f, pure=False)
+                                      for f in self.shards]
+        self._sample = None
+        if _samples(self.task, sum(i[0] for i in infos), sample_k):
+            asked += [client.submit(_shard_sample, f, sample_k, pure=False) for f in self.shards]
+        answers = client.gather(asked)
+        self._hosts, rows = answers[:n_parts], answers[n_parts:2 * n_parts]
+        if len(answers) > 2 * n_parts:
+            self._sample = sample_k, data.concat_blocks(answers[2 * n_parts:])
         self.n_rows = sum(n for _, n in rows)
         trained = sum(n for n, _ in rows)
         self.distinct_examples = trained if trained != self.n_rows else 0
@@ -845,6 +933,7 @@ class DaskShards:
                 seen[qid] = k
 
     pool, n_threads = None, 1      # nothing of the client's own is run in threads
+    screens_itself = True          # each partition's screening policy runs on its worker
 
     @property
     def partitions(self):
@@ -854,51 +943,66 @@ class DaskShards:
         return len(self.shards)
 
     def run(self, fn, args):
-        """fn(shard, scratch, *args) on every shard where it lives; an array of args above
-        SCATTER_BYTES (w) is scattered once to every worker. The results in partition order."""
-        client = self.client
-        sent = [client.scatter(a, broadcast=True, hash=False)
-                if isinstance(a, np.ndarray) and a.nbytes > SCATTER_BYTES else a for a in args]
-        futures = [client.submit(_shard_call, shard, fn, self.n_w, *sent, pure=False, **where)
-                   for shard, where in zip(self.shards, self._placements())]
-        parts = client.gather(futures)
-        del futures, sent
-        return parts
+        """fn(shard, scratch, *args) on every shard where it lives. The results in partition
+        order."""
+        return self._call_hosts(_with_scratch, fn, self.n_w, *args)
 
-    def _placements(self):
-        """Per shard, where its tasks run: on the worker that holds it (asked once per round).
-        Left to itself, the scheduler sometimes sent a task to the other worker and moved the
-        shard there (kddcup99 x30, 2 workers: 8.8 s transfers of a shard at random iterations, in
-        7 of 9 runs). The restriction is loose: a lost worker's shard is rebuilt, and its tasks
-        run, elsewhere."""
-        holders = self.client.who_has(self.shards)
-        return [{"workers": list(holders[f.key]), "allow_other_workers": True}
-                if holders.get(f.key) else {} for f in self.shards]
+    def _call_hosts(self, fn, *args):
+        """fn(shard, *args) on every shard by its host, in parallel; the results in partition
+        order. A host lost with its worker: every shard gets a new host (Dask rebuilds a lost
+        shard first) and the round is repeated."""
+        for attempt in range(HOST_REBUILDS + 1):
+            try:
+                calls = [host.call(fn, *args) for host in self._hosts]
+                return [c.result() for c in calls]
+            except Exception as e:
+                if not _host_lost(e):
+                    raise
+                if attempt == HOST_REBUILDS:
+                    raise ClusterError(f"the Dask cluster kept losing the workers of this run "
+                                       f"({e})") from None
+                self._rehost(e)
+        raise AssertionError("unreachable")
+
+    def _rehost(self, lost):
+        """New hosts for the shards, placed by the scheduler where each shard is (or is rebuilt);
+        ClusterError when the cluster cannot make them (its scheduler is gone)."""
+        client = self.client
+        for f in self._host_futures:
+            f.release()
+        try:
+            self._host_futures = [client.submit(_ShardHost, f, actor=True, pure=False)
+                                  for f in self.shards]
+            self._hosts = client.gather(self._host_futures)
+        except Exception as e:
+            raise ClusterError(f"the Dask cluster lost the workers of this run ({lost}; "
+                               f"{type(e).__name__}: {e})") from None
 
     def sample(self, k):
         """Every k-th row of each partition, costs times k, gathered here: the rows of the sample
-        start (svmtrain.solvers.oneslack), which runs in this process."""
-        return data.concat_blocks(self.client.gather(
-            [self.client.submit(_shard_sample, shard, k, pure=False, **where)
-             for shard, where in zip(self.shards, self._placements())]))
+        start (svmtrain.solvers.oneslack), which runs in this process; made as the shards
+        opened when `sample_k` was k."""
+        if self._sample is not None and self._sample[0] == k:
+            sample, self._sample = self._sample[1], None
+            return sample
+        return data.concat_blocks(self._call_hosts(_shard_sample, k))
 
     def price(self, w):
         """P(w) and the number of examples, summed as verify-bound sums them (file order)."""
         from svmtrain.objective import PrimalAccumulator
         acc = PrimalAccumulator(self.task, w, self.geometry, self.C, self.path)
-        sent = self.client.scatter(w, broadcast=True, hash=False)
-        futures = [self.client.submit(_shard_losses, shard, self.task, sent, self.geometry, self.C,
-                                      self.path, pure=False, **where)
-                   for shard, where in zip(self.shards, self._placements())]
-        for losses, n in self.client.gather(futures):
+        for losses, n in self._call_hosts(_shard_losses, self.task, w, self.geometry, self.C,
+                                          self.path):
             acc.add_losses(losses, n)
         return acc.value()
 
     def close(self):
-        """Release the shards (the workers drop them; the session closes the cluster)."""
-        for f in self.shards + self.blocks:
+        """Release the hosts and the shards (the workers drop them; the session closes the
+        cluster)."""
+        self._hosts = []
+        for f in self._host_futures + self.shards + self.blocks:
             f.release()
-        self.shards, self.blocks = [], []
+        self._host_futures, self.shards, self.blocks = [], [], []
 
 
 def cluster_failure(e: BaseException) -> bool:
@@ -919,13 +1023,16 @@ def cluster_failure(e: BaseException) -> bool:
 def train_oneslack(s: Session, task_class, path, *, zero_based, options, C, bias, start_state=None,
                    partitions_count=None, **solver_options):
     """1-slack training on the cluster. Returns (task, OneSlackResult, partitions).
-    start_state(task, n_w): the working set to begin from (read_state), or None."""
-    from svmtrain.solvers.oneslack import train_oneslack as oneslack
+    start_state(task, n_w): the working set to begin from (read_state); None without a warm
+    start."""
+    from svmtrain.solvers.oneslack import DEFAULT_SAMPLE_START, train_oneslack as oneslack
     sent = worker_path(path)
     with _named_as_given(path, sent):
         shards = DaskShards(s, task_class, sent, zero_based=zero_based, options=options, C=C,
                             bias=bias, partitions_count=partitions_count,
-                            merge_duplicates=solver_options.get("merge_duplicates", True))
+                            merge_duplicates=solver_options.get("merge_duplicates", True),
+                            sample_k=0 if start_state is not None else solver_options.get(
+                                "sample_start", DEFAULT_SAMPLE_START))
         if start_state is not None:
             solver_options["start"] = start_state(shards.task, shards.n_w)
         K = shards.partitions

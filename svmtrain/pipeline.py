@@ -179,7 +179,7 @@ def run_training(run: TrainingRun):
                               run.where.flag)
         from svmtrain import distributed
         try:
-            distributed.check_available(run.where.flag)
+            distributed.check_available(run.where.flag, bool(run.where.workers))
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
     started = time.perf_counter()
@@ -721,7 +721,8 @@ def _oneslack_on_dask(s, run, path, trace, left):
     try:
         return distributed.train_oneslack(
             s, task_class(p.task), path, zero_based=p.zero_based, options=p.task_options(), C=p.C,
-            bias=p.bias, start_state=start_state, epsilon=p.epsilon, max_epochs=mode.max_epochs,
+            bias=p.bias, start_state=start_state if warm else None, epsilon=p.epsilon,
+            max_epochs=mode.max_epochs,
             seed=p.seed, on_epoch=lambda r: trace.add(r, _epoch_line), **options)
     except Exception as e:
         planes = getattr(e, "planes", None)

@@ -340,12 +340,10 @@ def test_oneslack_on_dask_starts_from_a_sample_of_every_partition(cluster, tmp_p
     assert np.array_equal(r1.w, local.w) and (r1.primal, r1.dual) == (local.primal, local.dual)
 
 
-def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path, monkeypatch):
+def test_oneslack_on_dask_repeats_bit_for_bit_and_verifies(cluster, tmp_path):
     path = _head(PENDIGITS, 200, tmp_path)
     models = [tmp_path / "a.model", tmp_path / "b.model"]
     for m in models:
-        if m == models[1]:       # w scattered to the workers rather than sent inside the tasks
-            monkeypatch.setattr(distributed, "SCATTER_BYTES", 0)
         r = run("train", "-m", "1-slack", "-t", "multiclass", "-e", "5e-2", "--scheduler",
                 cluster.scheduler_address, path, m)
         assert r.exit_code == 0, r.output
@@ -521,3 +519,31 @@ def test_the_convergence_message_names_a_stalled_run():
     halving = [EpochRecord(k, 0.1 * k, 1.0, 1.1, 0.5 ** k, True, 10, 0.0) for k in range(1, 6)]
     note = distributed.why_not_converged(halving, 1.01 * 0.5 ** 8, 5)
     assert "about 3 more rounds" in note and "--max-epochs 8" in note
+
+
+_meeting = None
+
+
+def _meet(shard):
+    """Both calls must be running at once for either to pass the barrier."""
+    _meeting.wait(timeout=30)
+    return shard.block.n_rows
+
+
+def test_the_shards_of_a_worker_with_two_threads_are_called_at_once():
+    """A worker with two threads holds two partitions; each iteration calls both shards' hosts at
+    once (Dask runs an actor's own methods in one thread per worker: they would queue)."""
+    import threading
+    global _meeting
+    _meeting = threading.Barrier(2)
+    with dask_distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       dashboard_address=None) as c:
+        s = distributed.Session(None, c.scheduler_address)
+        try:
+            shards = distributed.DaskShards(s, task_class("binary"), str(HEART), zero_based=False,
+                                            options=None, C=1.0, bias=None)
+            assert shards.partitions == 2
+            assert sum(shards._call_hosts(_meet)) == 270
+            shards.close()
+        finally:
+            s.close()

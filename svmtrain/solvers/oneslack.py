@@ -53,9 +53,10 @@ the certain violators are summed once into one vector (plane part s, loss b_s - 
 other examples are scored: the same plane and loss up to rounding. A new reference point is taken
 when a pass scored at least the average fraction of the passes since the last one, and in place
 of a pass that a probe (every PROBE_STRIDE-th example, the pass's own tests) finds would score
-PROBE_REFRESH or more of the examples: it costs what a reference pass costs. Measured
-(examples scored at the oneslack-speed gaps): kddcup99 binary 71%, a9a 69%, kddcup99 multiclass
-59% of the full passes'; few in the early iterations, 8-25% late.
+PROBE_REFRESH or more of the examples: it costs what a reference pass costs (_ScreenPolicy: for
+all shards together here; on Dask each partition decides for itself on its worker, in the same
+call as its pass). Measured (examples scored at the oneslack-speed gaps): kddcup99 binary 71%,
+a9a 69%, kddcup99 multiclass 59% of the full passes'; few in the early iterations, 8-25% late.
 
 Sample start (`sample_start` = k, binary and multiclass): the early iterations, while the working
 set models the loss poorly, jump far and score nearly every example (screening cannot skip them).
@@ -220,12 +221,13 @@ class _Shard:
         self.age = np.zeros(0, np.int64)      # the iteration each cached constraint was last used
         self.labels = None                    # binary, multiclass: (labels, K) for the passes, once
         self.screen = None                    # binary, multiclass: a ScreenedOracle, once
+        self.policy = None                    # its own _ScreenPolicy (Dask), once
 
     def __getstate__(self):
-        # a shard moved to another worker (Dask) leaves its screening state behind: it scores
-        # every example until the next reference point
+        # a shard moved to another worker (Dask) leaves its screening state and policy behind:
+        # its next pass scores every example (and, with a policy of its own, is a reference pass)
         state = self.__dict__.copy()
-        state["screen"] = None
+        state["screen"] = state["policy"] = None
         return state
 
 
@@ -634,11 +636,12 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
     # point have buffers of their own, swapped rather than copied where possible)
     best_w, best_P, best_loss, step = None, np.inf, 0.0, 1.0
     query_buffer = None
-    # oracle screening (pyx/_oneslack.pyx): the reference point, its number, and whether the
-    # next pass sets a new one
+    # oracle screening (pyx/_oneslack.pyx): the reference points, here for every shard at once,
+    # or each partition's own where the executor screens on its workers (Dask: no probe round
+    # trip; _ScreenPolicy)
     screening = screen and _screens(task)
-    w_ref, ref_number, new_ref = None, 0, True
-    epoch_work = epoch_passes = 0
+    screens_itself = screening and getattr(shards, "screens_itself", False)
+    policy = _ScreenPolicy(task) if screening and not screens_itself else None
     scored_total, n_examples = 0, None      # n: what the first oracle pass scores (all)
     floor = in_out          # the smallest step
     if sample is not None:
@@ -673,37 +676,21 @@ def train_oneslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shr
                     P_shown = estimate
             if plane is None:
                 screen_args = None
-                if screening:
-                    if not new_ref:
-                        rho, move = _screen_bounds(task, query - w_ref)
-                        screen_args = (ref_number, rho, *(move or ()))
-                        # a pass that would score nearly every example costs what a reference
-                        # pass costs: make it one (a probe of every PROBE_STRIDE-th example)
-                        probes = run_here(_probe, screen_args)
-                        new_ref = (sum(p[0] for p in probes)
-                                   >= PROBE_REFRESH * sum(p[1] for p in probes))
-                    if new_ref:
-                        ref_number += 1
-                        w_ref = query.copy()
-                        screen_args = (ref_number, -1.0)
-                # (the arrays as arguments of their own: a Dask executor scatters large ones once)
-                parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size,
-                                           *(screen_args or ())))
+                if policy is not None:
+                    screen_args = policy.arguments(query, lambda args: [
+                        sum(counts) for counts in zip(*run_here(_probe, args))])
+                # (the arrays as arguments of their own: a Dask executor sends them with its calls)
+                if screens_itself:
+                    parts = run(_screened_oracle, (task, query, iteration, use_cache, cache_size))
+                else:
+                    parts = run(_from_oracle, (task, query, iteration, use_cache, cache_size,
+                                               *(screen_args or ())))
                 loss, cols, vals, b = reduce(parts)
                 scored = sum(int(p[4]) for p in parts)
                 scored_total += scored
                 n_examples = scored if n_examples is None else n_examples
                 if screen_args is not None:
-                    # a new reference point when this pass cost (scored) at least the average
-                    # pass since the last one, the reference pass (all) included: the passes
-                    # get dearer as the query points move away from it
-                    if screen_args[1] < 0:
-                        epoch_work, epoch_passes, new_ref = 1.0, 1, False
-                    else:
-                        fraction = scored / n_examples
-                        epoch_work += fraction
-                        epoch_passes += 1
-                        new_ref = fraction >= epoch_work / epoch_passes
+                    policy.passed(screen_args, scored)
                 passes += 1
                 exact = True
                 P_query = 0.5 * qsq + loss
@@ -798,8 +785,7 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
     a warm start (its planes are the start), examples of several rows (ranking, sequence), tasks
     without oracle screening (measured on binary and multiclass only), or fewer than
     SAMPLE_MIN_EXAMPLES examples in the sample."""
-    if (k < 2 or start is not None or task.grouping != "row" or not _screens(task)
-            or block.n_rows // k < SAMPLE_MIN_EXAMPLES):
+    if start is not None or not _samples(task, block.n_rows, k):
         return None
     # `block`: the rows, or an executor whose partitions are elsewhere (Dask) and which sends
     # every k-th row of each (`sample`): the same rows when there is one partition
@@ -808,6 +794,12 @@ def _sample_start(task, block, path, C, geometry, threads, k, epsilon, max_epoch
                           epsilon=max(epsilon, SAMPLE_EPSILON), max_epochs=max_epochs, seed=0,
                           threads=threads, in_out=in_out, screen=screen, sample_start=k,
                           merge_duplicates=merge_duplicates)
+
+
+def _samples(task, n_rows, k):
+    """Whether a run without a warm start begins with the sample start (_sample_start) on
+    `n_rows` rows with stride k."""
+    return k >= 2 and task.grouping == "row" and _screens(task) and n_rows // k >= SAMPLE_MIN_EXAMPLES
 
 
 def _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, ref=None, rho=None,
@@ -916,6 +908,61 @@ def _screen_bounds(task, diff):
         lower = d.min(axis=1) - slack
         return float(top2.sum()), (diff, upper, lower, by_label)
     return float(np.sqrt(np.dot(diff, diff))) * grow, None
+
+
+class _ScreenPolicy:
+    """When oracle screening takes a new reference point (module docstring), for the shards it is
+    given: a pass that a probe (every PROBE_STRIDE-th example) finds would score PROBE_REFRESH or
+    more of the examples is made a reference pass (it costs what one costs), and after a pass a
+    new reference is due when the pass scored at least the average fraction of the passes since
+    the last one, the reference pass (all) included: the passes get dearer as the query points
+    move away from it. The local run keeps one for all its shards; on Dask each partition keeps
+    its own on its worker (`_screened_oracle`), which saves the probe's round trip per iteration
+    (kddcup99 binary, 2 workers: 28 of the run's 57 round trips) and is the same policy when
+    there is one partition."""
+
+    def __init__(self, task):
+        self.task = task
+        self.w_ref, self.ref_number, self.new_ref = None, 0, True
+        self.epoch_work, self.epoch_passes = 0.0, 0
+        self.n_examples = None             # what the first pass scored (all)
+
+    def arguments(self, query, probe):
+        """_from_oracle's screening arguments at `query`; probe(arguments) -> (examples the
+        screened pass would score, examples probed)."""
+        if not self.new_ref:
+            rho, move = _screen_bounds(self.task, query - self.w_ref)
+            screen_args = (self.ref_number, rho, *(move or ()))
+            would_score, probed = probe(screen_args)
+            self.new_ref = would_score >= PROBE_REFRESH * probed
+            if not self.new_ref:
+                return screen_args
+        self.ref_number += 1
+        self.w_ref = query.copy()
+        return (self.ref_number, -1.0)
+
+    def passed(self, screen_args, scored):
+        """After the pass made with `screen_args`, which scored `scored` examples."""
+        self.n_examples = scored if self.n_examples is None else self.n_examples
+        if screen_args[1] < 0:
+            self.epoch_work, self.epoch_passes, self.new_ref = 1.0, 1, False
+        else:
+            fraction = scored / self.n_examples
+            self.epoch_work += fraction
+            self.epoch_passes += 1
+            self.new_ref = fraction >= self.epoch_work / self.epoch_passes
+
+
+def _screened_oracle(shard, scratch, task, w, iteration, use_cache, cache_size):
+    """_from_oracle with the shard's own screening policy (an executor whose shards are on
+    workers: one task per shard and iteration, no probe round trip)."""
+    if shard.policy is None:
+        shard.policy = _ScreenPolicy(task)
+    policy = shard.policy
+    screen_args = policy.arguments(w, lambda args: _probe(shard, scratch, *args))
+    part = _from_oracle(shard, scratch, task, w, iteration, use_cache, cache_size, *screen_args)
+    policy.passed(screen_args, int(part[4]))
+    return part
 
 
 def _from_cache(shard, scratch, w, iteration):
