@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from svmtrain import data, objective
-from svmtrain.solvers.online import (OnlineDual, OnlineOptions, StateError, _rechunk, _structured,
+from svmtrain.solvers.online import (OnlineDual, OnlineOptions, StateError, _rechunk, structured,
                                      _windows, streaming_task)
 from svmtrain.tasks import task_class
 
@@ -58,10 +58,10 @@ def test_windows_of_one_row_examples_are_the_chunks_of_before():
 
 
 def test_which_tasks_are_structured():
-    assert _structured(task_class("sequence")(labels=[1.0, 2.0]))
-    assert _structured(task_class("multiclass")(labels=[1.0, 2.0, 3.0]))
-    assert not _structured(task_class("binary")(labels=[-1.0, 1.0]))
-    assert not _structured(task_class("regression")(p=0.1))
+    assert structured(task_class("sequence")(labels=[1.0, 2.0]))
+    assert structured(task_class("multiclass")(labels=[1.0, 2.0, 3.0]))
+    assert not structured(task_class("binary")(labels=[-1.0, 1.0]))
+    assert not structured(task_class("regression")(p=0.1))
 
 
 def _one_pass(path, task_name, **kw):

@@ -35,7 +35,7 @@ measured by one more pass. The resume point is the window's first row plus the e
 sweeps done (`window_done`), so a resumed run is exact.
 
 Structured tasks (multiclass, sequence: an example has many constraints and the oracle finds one at
-a time; `_structured`). A binary example can only give back its one constraint, so three looks
+a time; `structured`). A binary example can only give back its one constraint, so three looks
 suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs cutting-plane rounds
 (tens), so the schedule per window is n-slack's over the cache, with Alg. 2's test as its stop:
     - a sweep of the window is cut into chunks of `chunk` examples, and into STRUCTURED_MIN_CHUNKS
@@ -84,7 +84,10 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   re-optimisations, 8.8e-4 in 47.4 s and 307 MB against n-slack's 379 MB (1.30 times its CPU,
   0.81 its memory); at 10 idle, 8.7e-4 in 56.9 s, 438 MB. conll2000: 8.2e-4 in 42.7 s, 373 MB
   (n-slack 36.4 s, 406 MB: 1.17 times, 0.92). sector (multiclass, keep 200): 1.7e-3 in 22.6 s
-  (n-slack 7.8 s); pruning at 2 idle took 27.5 s there, so multiclass keeps the default.
+  (n-slack 7.8 s); pruning at 2 idle took 27.5 s there, so multiclass keeps the default. (That
+  n-slack still ran with glibc's own mmap threshold; with svmtrain.memory's 4 MB, on an idle
+  machine, UD n-slack 37.3 s and 307 MB, online-dual 52.2 s and 309 MB; conll2000 35.5 s and
+  357 MB against 46.5 s and 378 MB; bench/README.md, online-structured.)
   Windows smaller than the file do not buy memory here (both with twelve looks): conll2000 in
   windows of 60,000 rows certified 0.16 after one pass (the earlier windows' constraints are of a
   stale w) at a peak RSS of 437 MB against 455 MB, since the cache holds most rows anyway; and the
@@ -455,7 +458,7 @@ class OnlineDual:
         self.window_examples = 0        # examples of the current window (its positional ids
                                         # follow examples_done)
         self.window_raise = 0.0         # what the window's current sweep added to UB
-        self.structured = _structured(task)
+        self.structured = structured(task)
         self.controlled = hasattr(task, "task")     # svmtrain.controls: rows may be transformed
         self.row_of = None              # window row -> row store row (-1: not stored), see _chunks
         self.chunk_rows = None          # the window rows of the chunk being explored
@@ -1048,7 +1051,7 @@ class StateError(ValueError):
 # Helpers
 
 
-def _structured(task):
+def structured(task):
     """Whether an example has many constraints, found one at a time by the oracle (multiclass,
     sequence; a task says so with `online_structured`): a look at it again under a later w finds
     a new one, where a binary example can only give back its single constraint."""
