@@ -499,7 +499,7 @@ cdef class DualCD:
     def __init__(self, indptr, indices, data, tptr, term_row, term_scale, term_offset, term_bias,
                  margin, group, C_group, alpha=None, *, int64_t n_cols, int64_t n_w=-1,
                  double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True,
-                 int64_t stride=1, nonneg=None, sqnorm=None):
+                 int64_t stride=1, nonneg=None, sqnorm=None, w_buffer=None):
         """The arrays of a `svmtrain.engine.ConstraintCache`, in its order; n_w < 0 means
         n_cols (+1 with the bias feature). A term places column j of its row at
         w[offset + stride * j], the bias feature at w[offset + stride * n_cols]. `nonneg`, when
@@ -510,7 +510,12 @@ cdef class DualCD:
         every round over a cache that mostly carries over: a multi-term constraint's norm is a
         scatter of its terms (on a UD English cache, three quarters of building the engine), and
         the norms of the constraints carried over need not be computed again. Trusted as given:
-        a wrong norm gives wrong steps, never a wrong certificate (the bounds use w, not q)."""
+        a wrong norm gives wrong steps, never a wrong certificate (the bounds use w, not q).
+
+        `w_buffer`, when it is a writeable, contiguous float64 array of n_w entries (at least one),
+        becomes this engine's w: it is overwritten with w(alpha) here. A caller that re-solves
+        round after round hands over the w it is done with, which then is not held twice at the
+        peak (16 MB on UD English EWT, 46 MB on sector multiclass). Otherwise w is allocated."""
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
@@ -608,7 +613,12 @@ cdef class DualCD:
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
         self.stride = stride
-        self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
+        if (isinstance(w_buffer, np.ndarray) and w_buffer.dtype == np.float64
+                and w_buffer.ndim == 1 and w_buffer.shape[0] == max(self.n_w, 1)
+                and w_buffer.flags.c_contiguous and w_buffer.flags.writeable):
+            self.w_ = w_buffer          # recompute_w below overwrites every entry
+        else:
+            self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
         self.w = &self.w_[0]
         self.shrinking = shrinking
         self.rng = seed

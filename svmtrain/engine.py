@@ -86,13 +86,15 @@ class ConstraintCache:
     def n_terms(self):
         return int(self.tptr[-1])
 
-    def engine(self, alpha=None, *, seed=1, shrinking=True):
-        """The engine over this cache (hot-started from `alpha` when given)."""
+    def engine(self, alpha=None, *, seed=1, shrinking=True, w_buffer=None):
+        """The engine over this cache (hot-started from `alpha` when given; `w_buffer`: an
+        array the caller is done with, which the engine may take as its w, see DualCD)."""
         return DualCD(self.indptr, self.indices, self.data, self.tptr, self.term_row, self.term_scale,
                       self.term_offset, self.term_bias, self.margin, self.group, self.C_group, alpha,
                       n_cols=self.n_cols, n_w=self.n_w, bias=self.bias or 0.0,
                       has_bias=self.bias is not None, seed=seed, shrinking=shrinking,
-                      stride=self.stride, nonneg=self.nonneg, sqnorm=self.sqnorm)
+                      stride=self.stride, nonneg=self.nonneg, sqnorm=self.sqnorm,
+                      w_buffer=w_buffer)
 
 
 @dataclass
@@ -147,7 +149,8 @@ def relative_gap(primal, dual):
 
 def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
           alpha: Optional[np.ndarray] = None, shrinking: bool = True, exact_every: int = 10,
-          on_epoch: Optional[Callable[[EpochRecord], None]] = None, rounds: bool = False) -> Solution:
+          on_epoch: Optional[Callable[[EpochRecord], None]] = None, rounds: bool = False,
+          w_buffer: Optional[np.ndarray] = None) -> Solution:
     """Maximise the dual over the cache until (P - D) / P <= epsilon on the exact bounds.
 
     The cheap bound of Ramanan's eq. 23 decides when to compute the exact one (also when no
@@ -169,7 +172,8 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     the solution also carries each constraint's gradient at the w returned, which the exact check
     that ended the run computed (every run ends on one at its final w), and its squared norm, for
     the next round's cache (`ConstraintCache.sqnorm`). Both were a pass over the cache's terms a
-    round, the norms the larger part of building the engine.
+    round, the norms the larger part of building the engine. Such a caller also hands over the w
+    it is done with (`w_buffer`), which the engine may take for its own: w is then not held twice.
     """
     start = time.perf_counter()
     shrink0 = None
@@ -179,7 +183,7 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
             # a hot start continues a run: its first epoch sets aside what that run had set aside
             # (checked like any shrinking: a failed exact check brings it back)
             shrink0 = cache.shrink0
-    engine = cache.engine(alpha, seed=seed, shrinking=shrinking)
+    engine = cache.engine(alpha, seed=seed, shrinking=shrinking, w_buffer=w_buffer)
     if shrink0 is not None:
         engine.shrinking_thresholds = shrink0
     if rounds:

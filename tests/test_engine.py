@@ -666,3 +666,22 @@ def test_known_sqnorms_and_kept_gradients_change_nothing(kind):
     c.sqnorm = None
     with pytest.raises(ValueError, match="keep_gradients"):
         c.engine().gradients
+
+
+def test_a_w_buffer_handed_over_becomes_w_and_changes_nothing():
+    """A re-solving caller hands over the w it is done with: the engine takes it for its own w
+    (overwritten with w(alpha)) and the run is the same bit for bit; an array that does not fit
+    (wrong length, read-only) is left alone."""
+    c = random_terms_cache(5, bias=1.0)
+    plain = solve(c, epsilon=1e-8, max_epochs=500, seed=2)
+    buf = np.full(c.n_w, 7.0)
+    taken = solve(c, epsilon=1e-8, max_epochs=500, seed=2, w_buffer=buf)
+    assert np.shares_memory(taken.w, buf)
+    assert taken.w.tobytes() == plain.w.tobytes() and taken.alpha.tobytes() == plain.alpha.tobytes()
+    short = np.zeros(c.n_w - 1)
+    frozen = np.zeros(c.n_w)
+    frozen.setflags(write=False)
+    for other in (short, frozen):
+        sol = solve(c, epsilon=1e-8, max_epochs=500, seed=2, w_buffer=other)
+        assert not np.shares_memory(sol.w, other) and sol.w.tobytes() == plain.w.tobytes()
+    assert not short.any() and not frozen.any()

@@ -192,7 +192,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         engine_cache.sqnorm = sqnorm
         sol = solve(engine_cache, epsilon=min(inner_eps, max(rel / 4, epsilon / 10)),
                     max_epochs=min(max_epochs, INNER_EPOCHS), seed=seed + round_, alpha=alpha,
-                    shrinking=shrinking, rounds=True)
+                    shrinking=shrinking, rounds=True, w_buffer=w)      # w is done with
         epochs += sol.epochs
         visited = sol.visits
         w, alpha, sqnorm, grad = sol.w, sol.alpha, sol.sqnorm, sol.gradients

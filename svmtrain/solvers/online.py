@@ -853,7 +853,7 @@ class OnlineDual:
             epochs = min(epochs, cap)
         sol = solve(self._engine_cache(), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
                     seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking,
-                    rounds=True)
+                    rounds=True, w_buffer=self.w)          # replaced by the solution's w
         self.solves += 1
         self.epochs += sol.epochs
         self.w, c.alpha, c.sqnorm = sol.w, sol.alpha, sol.sqnorm

@@ -186,7 +186,8 @@ class CrammerSingerCache:
         self.alpha0 = listing.alpha0
         self.shrink0 = None          # -s 4's whole-example shrinking has no thresholds to carry
 
-    def engine(self, alpha=None, *, seed=1, shrinking=True):
+    def engine(self, alpha=None, *, seed=1, shrinking=True, w_buffer=None):
+        # (w_buffer: listed constraints are solved once, nothing is re-solved to hand w over)
         from svmtrain._multiclass import CrammerSingerCD
         p, lst = self.problem, self.listing
         return CrammerSingerCD(p.indptr, p.indices, p.data, lst.y, p.C, lst.margin, alpha,
