@@ -1792,11 +1792,16 @@ cdef class DualCD:
     def sqnorms(self):
         """||x_c||^2 in the caller's order (a copy): the `sqnorm` of the next engine over these
         rows."""
+        return self._in_caller_order(self.q)
+
+    cdef object _in_caller_order(self, const double* by_position):
+        """A per-constraint array kept by position (constraints move within their group when
+        they shrink), in the caller's order (a copy)."""
         out = np.empty(self.n_cons, dtype=np.float64)
         cdef double[::1] o = out
         cdef int64_t k
         for k in range(self.n_cons):
-            o[self.ids[k]] = self.q[k]
+            o[self.ids[k]] = by_position[k]
         return out
 
     @property
@@ -1806,12 +1811,7 @@ cdef class DualCD:
     @property
     def alpha(self):
         """The dual variables, in the caller's order (a copy)."""
-        out = np.empty(self.n_cons, dtype=np.float64)
-        cdef double[::1] o = out
-        cdef int64_t k
-        for k in range(self.n_cons):
-            o[self.ids[k]] = self.alpha_[k]
-        return out
+        return self._in_caller_order(self.alpha_)
 
     @property
     def shrunk(self):

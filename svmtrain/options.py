@@ -292,7 +292,7 @@ class OnlineDual:
         """An option's value, the solver's default when None."""
         value = getattr(self, name)
         defaults = {"shuffle_window": "DEFAULT_SHUFFLE_WINDOW", "window_rows": "DEFAULT_WINDOW_ROWS",
-                    "admit_margin": "DEFAULT_ADMIT_MARGIN", "keep_inactive": "DEFAULT_KEEP_INACTIVE"}
+                    "admit_margin": "DEFAULT_ADMIT_MARGIN"}
         return _online_default(defaults[name]) if value is None else value
 
 
