@@ -182,8 +182,8 @@ def test_a_window_does_not_hold_the_blocks_it_was_cut_from():
 
 def test_a_structured_sweep_is_cut_into_several_chunks(monkeypatch):
     """A window smaller than one chunk is still swept in STRUCTURED_MIN_CHUNKS chunks, so w moves
-    inside its first sweep: one chunk a sweep (an n-slack round from the first look) certifies one
-    pass far worse."""
+    inside its first sweep: with the same number of looks (24), one chunk a sweep (an n-slack
+    round from the first look) certifies one pass far worse."""
     from svmtrain.solvers import online
     counts = []
     task = streaming_task(task_class("sequence"), CONLL, {})
@@ -192,9 +192,9 @@ def test_a_structured_sweep_is_cut_into_several_chunks(monkeypatch):
     solver.run(on_chunk=lambda r: counts.append(r.examples))
     first_sweep = [n for n in counts if n < 100] + [100]
     assert len(first_sweep) == online.STRUCTURED_MIN_CHUNKS
-    _, _, gap = _one_pass(CONLL, "sequence", C=0.1)
+    _, _, gap = _one_pass(CONLL, "sequence", C=0.1, window_looks=24)
     monkeypatch.setattr(online, "STRUCTURED_MIN_CHUNKS", 1)
-    _, _, gap_one_chunk = _one_pass(CONLL, "sequence", C=0.1)
+    _, _, gap_one_chunk = _one_pass(CONLL, "sequence", C=0.1, window_looks=24)
     assert 0 <= gap < 0.02 and gap < gap_one_chunk / 2
 
 

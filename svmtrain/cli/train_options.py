@@ -156,8 +156,8 @@ OPTIONS = [
     option(N, "--window-rows", "window_rows", type=click.IntRange(1), default=None, metavar="R",
            help="A window also closes at R rows  [default: 250000]"),
     option(N, "--window-looks", "window_looks", type=click.IntRange(0), default=None, metavar="K",
-           help="Re-check a window up to K times  [default: 3; 24; 40]",
-           details="Multiclass and sequence look up to 24 times, stopping earlier when a look "
+           help="Re-check a window up to K times  [default: 3; 100; 40]",
+           details="Multiclass and sequence look up to 100 times, stopping earlier when a look "
                    "raises the cached upper bound by at most -e of it; ranking up to 40 times, "
                    "to a quarter of -e."),
     option(N, "--admit-margin", "admit_margin", type=click.FloatRange(0, 100), default=None,
