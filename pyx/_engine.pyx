@@ -145,6 +145,18 @@ cdef inline double clip(double x, double lo, double hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
 
 
+def _columns_in_range(const int32_t[::1] indices, int64_t n_cols):
+    """Whether every int32 column index lies in [0, n_cols)."""
+    cdef int64_t p
+    cdef bint bad = False
+    with nogil:
+        for p in range(indices.shape[0]):
+            if indices[p] < 0 or indices[p] >= n_cols:
+                bad = True
+                break
+    return not bad
+
+
 def _column_indices(const int64_t[::1] indices, int64_t n_cols):
     """The column indices as int32 (the engine's row store), checked to lie in [0, n_cols) on the way."""
     out = np.empty(indices.shape[0], dtype=np.int32)
@@ -517,7 +529,8 @@ cdef class DualCD:
         round after round hands over the w it is done with, which then is not held twice at the
         peak (16 MB on UD English EWT, 46 MB on sector multiclass). Otherwise w is allocated."""
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-        indices = np.ascontiguousarray(indices, dtype=np.int64)
+        if not (isinstance(indices, np.ndarray) and indices.dtype == np.int32):
+            indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
         tptr = np.ascontiguousarray(tptr, dtype=np.int64)
         term_row = np.ascontiguousarray(term_row, dtype=np.int64)
@@ -543,7 +556,12 @@ cdef class DualCD:
             raise ValueError("the engine takes at most 2**31 - 1 columns, constraints and nonzeros per row")
         if stride > 1 and stride * n_cols > INT32_MAX:     # the bias column stride * n_cols is an int32
             raise ValueError("the engine takes at most 2**31 - 1 strided columns (stride * n_cols)")
-        indices32 = _column_indices(indices, n_cols)
+        if indices.dtype == np.int32:       # a store that keeps int32 columns is used as it is
+            indices32 = np.ascontiguousarray(indices)
+            if not _columns_in_range(indices32, n_cols):
+                raise ValueError("a column index is outside [0, n_cols)")
+        else:
+            indices32 = _column_indices(indices, n_cols)
         lengths = np.diff(tptr)                  # terms per constraint
         if n < 0 or tptr[0] != 0 or np.any(lengths < 0):
             raise ValueError("tptr is not a valid term pointer")

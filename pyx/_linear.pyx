@@ -7,7 +7,7 @@ Columns at or beyond `n_cols` are ignored, as LIBLINEAR ignores features a model
 
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 
 cnp.import_array()
 
@@ -60,7 +60,12 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
     acc[1] = comp
 
 
-def term_dots(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+ctypedef fused column_t:
+    int32_t
+    int64_t
+
+
+def term_dots(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
               int64_t n_cols, const int64_t[::1] tptr, const int64_t[::1] term_row,
               const double[::1] term_scale, const int64_t[::1] term_offset, term_bias,
               const double[::1] w, double bias, bint use_bias, int64_t stride=1):

@@ -337,6 +337,25 @@ def test_the_edge_rejects_inconsistent_arrays(make):
     rejects("n_w", term_offset=np.full(c.n_terms, c.n_w + 5))
 
 
+@pytest.mark.parametrize("make", [lambda: random_cache(2), lambda: random_terms_cache(2, bias=1.0),
+                                  lambda: strided_terms_cache(2)])
+def test_int32_columns_are_read_in_place_with_the_same_result(make):
+    """A row store that keeps int32 columns (online-dual's) gives the solve of int64 columns, bit
+    for bit; its columns are checked against n_cols all the same."""
+    c = make()
+    wide = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
+    c.indices = c.indices.astype(np.int32)
+    narrow = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
+    assert narrow.w.tobytes() == wide.w.tobytes() and narrow.alpha.tobytes() == wide.alpha.tobytes()
+    args = engine_args(c)
+    with pytest.raises(ValueError, match="column index"):
+        DualCD(**{**args, "n_cols": int(c.indices.max())})
+    bad = c.indices.copy()
+    bad[0] = -1
+    with pytest.raises(ValueError, match="column index"):
+        DualCD(**{**args, "indices": bad})
+
+
 def test_touched_columns_decide_n_w():
     """A unit row (one entry in column 0) may sit at the last column of w, although offset + n_cols
     passes n_w: only the columns a term touches must fit, and the bias column only for terms with it."""

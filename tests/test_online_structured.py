@@ -229,3 +229,66 @@ def test_the_sequence_pruning_period_applies_to_the_current_window():
     _, seen = _idle_past_two(OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10,
                                            window_rows=600, keep_rounds=2))
     assert not any(earlier for _, earlier in seen)
+
+
+def test_the_window_is_held_once_as_the_row_store_s_rows():
+    """A window's rows are the row store's while it is looked at (pinned): the constraints on them
+    name them there, nothing of the window is copied again, and the rows no constraint uses go
+    when the window is let go. The cache's reported bytes leave the window's rows out."""
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=600)
+    solver = OnlineDual(task, CONLL, opt)
+    seen = []
+
+    def watch(record):
+        store, c = solver.cache.store, solver.cache
+        if store.pinned is None or not c.size:
+            return
+        first, n = store.pinned
+        window_nnz = int(store.indptr[first + n] - store.indptr[first])
+        lo = solver.examples_done
+        own = (c.cons.group >= lo) & (c.cons.group < lo + solver.window_examples)
+        rows = c.cons.select(own).term_row
+        data_rows = rows[store.indptr[rows + 1] - store.indptr[rows] > 1]   # not a unit row
+        seen.append((bool(np.all((data_rows >= first) & (data_rows < first + n))),
+                     window_nnz, record.nbytes))
+    solver.run(on_chunk=watch)
+    assert seen and all(inside for inside, _, _ in seen)
+    # the first chunk's cache is far smaller than the window it would include if counted
+    assert seen[0][2] < 12 * seen[0][1]
+    store = solver.cache.store
+    assert store.pinned is None
+    dead = np.diff(store.indptr)[store.refs == 0].sum()
+    assert dead <= max(store.nnz - dead, 1 << 16)
+
+
+def test_a_multiclass_run_resumes_inside_a_window_bit_for_bit(tmp_path):
+    """A resume state holds only the rows in use, each with its row in the window it was saved
+    in; the resumed run names the window's rows again, so an example whose constraints share one
+    row is solved as in the run that was not stopped: the same model, bit for bit."""
+    from svmtrain import interrupt
+    import signal
+    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    path = os.path.join(REPO, "data", "pendigits_scale.train.sample")
+    task = streaming_task(task_class("multiclass"), path, {})
+    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=3, chunk=40, shuffle_window=200)
+    whole = OnlineDual(task, path, opt).run()
+    probe = OnlineDual(task, path, opt)
+    chunks = []
+
+    def watch(record):
+        chunks.append(record)
+        if len(chunks) == 9 and probe.window_done > 0:
+            interrupt._received = signal.SIGINT
+    cut = probe.run(on_chunk=watch)
+    interrupt.reset()
+    assert cut.interrupted
+    fields = problem_fields("multiclass", task, opt)
+    save_state(tmp_path / "s.npz", cut.state, fields)
+    state = load_state(read_state(tmp_path / "s.npz"), fields)
+    pinned_nnz = int(np.diff(probe.cache.store.indptr)[probe.cache.store.pinned[0]:].sum())
+    assert len(state["store_data"]) < pinned_nnz             # not the window's other rows
+    assert np.all(state["store_refs"] > 0) and np.any(state["store_window_row"] >= 0)
+    resumed = OnlineDual(task, path, opt, state).run()
+    assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
+    assert resumed.solves == whole.solves and resumed.epochs == whole.epochs

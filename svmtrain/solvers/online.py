@@ -116,7 +116,9 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   The test file's 100 sentences (data/conll2000.train.svm), one window: tests/test_online_structured.py.
   Rows are stored once per window: a window's row taken into the row store by one sweep's
   constraint is shared by the later sweeps' constraints on it (`row_of`), not copied again (a
-  window looked at 12 times held up to 12 copies of its support sentences).
+  window looked at 12 times held up to 12 copies of its support sentences). The window itself
+  is now the row store's (Memory, below): on UD English EWT in one window the peak RSS went from
+  309 MB to 245 MB, the model byte for byte the same.
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
@@ -171,13 +173,21 @@ stops before the remaining passes (it is still verified when asked).
 Passes: an example's slack group is its position in the file (its key, for the constraints task whose
 qid groups may lie anywhere), so constraints found in different passes share its slack.
 
-Memory: the engine's constraints name data rows by index, and the rows of a chunk are gone once the
-next is read. The cache therefore owns a `RowStore`: when a constraint is added, the rows its terms use
-are copied into the store (one copy per chunk and row, shared by that chunk's constraints on it) and
-the terms are renumbered to the store's rows; every stored row counts the cached terms on it, pruning
-or eviction releases them, and the store is compacted (live rows moved down, terms renumbered) when
-dead entries outweigh live ones. `cache_limit` bounds the cache hard, checked after every chunk's
-additions: in constraints, or in bytes of the cache's arrays and its store; eviction takes the
+Memory: the engine's constraints name data rows by index, and a window's rows are gone once the next
+is read. The cache therefore owns a `RowStore`. The shuffle window being looked at is appended to it
+whole when it is read and pinned there (`RowStore.pin`): its rows are the data the sweeps take
+their chunks from and the rows its constraints name, held once; a constraint on one of them costs
+no copy. (Before, the window was held as a block and the store copied the rows the cache used: on
+UD English EWT in one window, 2.6 of its 3.1 million non-zeros a second time at the peak.) Rows
+beyond the data (the sequence task's unit row of a chunk) and, in a file of several windows, the
+rows of earlier windows still used are copied in; every stored row counts the cached terms on it,
+pruning or eviction releases them, and the store is compacted (live rows moved down, terms
+renumbered) when dead entries outweigh live ones, and when a window is let go (its rows no
+constraint uses go with it). The store keeps int32 columns, which the engine reads in place. A
+resume state holds only the rows in use, each with its row in the window, so that a resumed run
+shares them with the window again (`RowStore.saved`). `cache_limit` bounds the cache hard, checked after every chunk's
+additions: in constraints, or in bytes of the cache's arrays and the rows it holds beyond the
+window's (which are the data); eviction takes the
 constraints with alpha = 0 first (oldest first), then the oldest; evicting a support vector takes its
 alpha out of w (w and LB are recomputed: LB stays a true lower bound, of a feasible alpha).
 
@@ -204,10 +214,11 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 6              # 2: the shuffle window's position; 3: its rows and UB raise;
+STATE_VERSION = 7              # 2: the shuffle window's position; 3: its rows and UB raise;
                                # 4: ranking caches one slack per query, not per pair;
                                # 5: the UB raised since the last re-optimisation (and its gap,
-                               # which 6 no longer keeps)
+                               # which 6 no longer keeps); 7: only the rows in use are kept, with
+                               # their rows in the pinned window
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -227,18 +238,23 @@ STRUCTURED_MIN_CHUNKS = 6
 class RowStore:
     """CSR rows copied out of streamed chunks, with a count of the cached terms using each row.
 
-    Arrays grow by doubling (appending a chunk's rows costs its own size, not the store's)."""
+    Columns are int32, the engine's own (it reads them in place instead of converting a copy).
+    Arrays grow by doubling (appending a chunk's rows costs its own size, not the store's). The
+    rows of the shuffle window being looked at are the store's too (`pin`): the window is held
+    once, its rows are never compacted away while it is looked at, and a constraint on one of
+    them costs no copy."""
 
     def __init__(self, indptr=None, indices=None, data_=None, refs=None):
         if indptr is None:
-            indptr, indices, data_, refs = (np.zeros(1, np.int64), np.zeros(0, np.int64),
+            indptr, indices, data_, refs = (np.zeros(1, np.int64), np.zeros(0, np.int32),
                                             np.zeros(0), np.zeros(0, np.int64))
         self.n_rows = len(indptr) - 1
         self.nnz = int(indptr[-1])
         self._indptr = _grown(np.asarray(indptr, np.int64), len(indptr))
-        self._indices = _grown(np.asarray(indices, np.int64), self.nnz)
+        self._indices = _grown(np.asarray(indices, np.int32), self.nnz)
         self._data = _grown(np.asarray(data_, np.float64), self.nnz)
         self._refs = _grown(np.asarray(refs, np.int64), self.n_rows)
+        self.pinned = None     # (first row, rows) of the window being looked at
         self.moved = None      # old row -> row now (-1: dropped), over the compactions since
                                # the owner last looked (see OnlineDual._follow_store)
 
@@ -260,18 +276,28 @@ class RowStore:
 
     @property
     def nbytes(self):
-        return 8 * (self.n_rows + 1) + 16 * self.nnz + 8 * self.n_rows
+        """Bytes of the rows the cache holds besides the data: a pinned window's rows are the
+        window's own (held for its looks whether or not a constraint uses them)."""
+        rows, nnz = self.n_rows, self.nnz
+        if self.pinned is not None:
+            first, n = self.pinned
+            rows -= n
+            nnz -= int(self.indptr[first + n] - self.indptr[first])
+        return 8 * (rows + 1) + 12 * nnz + 8 * rows
 
-    def add(self, indptr, indices, data_, rows):
-        """Copy rows `rows` of the CSR (indptr, indices, data_) in; their new row numbers."""
+    def add(self, indptr, indices, data_, rows, spare=None):
+        """Copy rows `rows` of the CSR (indptr, indices, data_) in; their new row numbers.
+        `spare`: (rows, nonzeros) of room to leave after them when the arrays must grow (then
+        they grow to that, not by doubling)."""
         rows = np.asarray(rows, np.int64)
         starts = indptr[rows]
         lengths = indptr[rows + 1] - starts
         total = int(lengths.sum())
-        self._indptr = _room(self._indptr, self.n_rows + 1 + len(rows))
-        self._indices = _room(self._indices, self.nnz + total)
-        self._data = _room(self._data, self.nnz + total)
-        self._refs = _room(self._refs, self.n_rows + len(rows))
+        spare_rows, spare_nnz = (None, None) if spare is None else spare
+        self._indptr = _room(self._indptr, self.n_rows + 1 + len(rows), spare_rows)
+        self._indices = _room(self._indices, self.nnz + total, spare_nnz)
+        self._data = _room(self._data, self.nnz + total, spare_nnz)
+        self._refs = _room(self._refs, self.n_rows + len(rows), spare_rows)
         ends = np.cumsum(lengths)
         src = np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
         self._indices[self.nnz:self.nnz + total] = indices[src]
@@ -283,6 +309,47 @@ class RowStore:
         self.nnz += total
         return ids
 
+    def pin(self, window):
+        """Take a window's rows in (all of them) and hold them while it is looked at; returns the
+        window as a block over the store's arrays (its per-row fields are the window's). Room is
+        left for the rows its chunks' constraints add beyond the data (sequence: a unit row each)."""
+        first = self.n_rows
+        self.add(window.indptr, window.indices, window.data, np.arange(window.n_rows),
+                 spare=(4096, 1 << 16))
+        self.pinned = (first, window.n_rows)
+        return self.pinned_block(window)
+
+    def pinned_block(self, like):
+        """The pinned window as a block over the store's arrays (`like`: its per-row fields)."""
+        first, n = self.pinned
+        ptr = self.indptr[first:first + n + 1]
+        lo, hi = int(ptr[0]), int(ptr[-1])
+        return data.Block(ptr - lo, self._indices[lo:hi], self._data[lo:hi], like.target, like.qid,
+                          like.cost, like.line, like.n_features, like.nbytes)
+
+    def unpin(self):
+        self.pinned = None
+
+    def saved(self, term_row):
+        """The rows some term uses, as CSR arrays and their counts for a resume state (a pinned
+        window's other rows are read again on resume); term_row renumbered to them; and each
+        one's row in the pinned window (-1: none), so that a resumed run shares them again."""
+        live = np.flatnonzero(self.refs > 0)
+        renumber = np.full(self.n_rows, -1, np.int64)
+        renumber[live] = np.arange(len(live))
+        starts = self.indptr[live]
+        lengths = self.indptr[live + 1] - starts
+        ends = np.cumsum(lengths)
+        src = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(lengths.sum()))
+        window_row = np.full(len(live), -1, np.int64)
+        if self.pinned is not None:
+            first, n = self.pinned
+            inside = (live >= first) & (live < first + n)
+            window_row[inside] = live[inside] - first
+        arrays = (np.concatenate(([0], ends)).astype(np.int64), self.indices[src], self.data[src],
+                  self.refs[live])
+        return arrays, renumber[term_row], window_row
+
     def hold(self, term_row):
         np.add.at(self._refs, term_row, 1)
 
@@ -293,6 +360,8 @@ class RowStore:
         """Drop the rows no term uses when they hold more entries than the live rows; returns
         term_row renumbered (the same array when nothing moved)."""
         live = self.refs > 0
+        if self.pinned is not None:
+            live[self.pinned[0]:self.pinned[0] + self.pinned[1]] = True
         lengths = np.diff(self.indptr)
         dead_nnz = int(lengths[~live].sum())
         if not force and (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
@@ -300,12 +369,14 @@ class RowStore:
             return term_row
         keep = np.flatnonzero(live)
         old = (self.indptr.copy(), self.indices.copy(), self.data.copy(), self.refs[keep].copy())
-        moved = self.moved
+        moved, pinned = self.moved, self.pinned
         self.__init__()
-        ids = self.add(old[0], old[1], old[2], keep)
+        ids = self.add(old[0], old[1], old[2], keep, spare=(4096, 1 << 16))
         self._refs[:len(keep)] = old[3]
         renumber = np.full(len(live), -1, np.int64)
         renumber[keep] = ids
+        if pinned is not None:          # its rows were all kept, in order
+            self.pinned = (int(renumber[pinned[0]]), pinned[1])
         self.moved = renumber if moved is None else np.where(moved >= 0, renumber[np.maximum(moved, 0)], -1)
         return renumber[term_row]
 
@@ -316,10 +387,11 @@ def _grown(a, n):
     return out
 
 
-def _room(a, n):
+def _room(a, n, spare=None):
+    """`a` with room for n entries: doubled, or n + spare exactly when a spare is given."""
     if n <= len(a):
         return a
-    out = np.zeros(max(2 * len(a), n), a.dtype)
+    out = np.zeros(max(2 * len(a), n) if spare is None else n + spare, a.dtype)
     out[:len(a)] = a
     return out
 
@@ -467,6 +539,7 @@ class OnlineDual:
         self.structured = structured(task)
         self.controlled = hasattr(task, "task")     # svmtrain.controls: rows may be transformed
         self.row_of = None              # window row -> row store row (-1: not stored), see _chunks
+        self.resume_window_row = None   # a restored store row's row in the window it was saved in
         self.chunk_rows = None          # the window rows of the chunk being explored
         self.looks = (opt.window_looks if opt.window_looks is not None
                       else getattr(task, "online_looks", None) or (
@@ -618,8 +691,19 @@ class OnlineDual:
             elif grouping == "consecutive":
                 _check_runs(window, starts, self.path)
             rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
-            # the window's rows already in the row store: later sweeps' constraints share them
-            self.row_of = None if self.controlled else np.full(window.n_rows, -1, np.int64)
+            if self.controlled:             # a controlled task's problem rows are not the window's
+                self.row_of = None
+            else:
+                # the window's rows are the row store's while it is looked at: held once, and a
+                # constraint on one of them costs no copy (UD English EWT in one window: the store
+                # held 2.6 of its 3.1 million non-zeros a second time at the peak)
+                if window.n_features > self.geometry.n_cols:    # every stored column is in w
+                    self._widen(window.n_features)
+                self.store_cols = max(self.store_cols, self.geometry.n_cols, 1)
+                store = self.cache.store
+                window = store.pin(window)
+                self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
+                self._share_restored_rows()
             order = rng.permutation(n)
             self.window_examples = n
             # a structured task's sweep is cut into STRUCTURED_MIN_CHUNKS chunks at least: w moves
@@ -649,6 +733,28 @@ class OnlineDual:
             self.revisit = False
             self.row_of = self.chunk_rows = None
             del window, chunk               # not held while the next window is read
+            if self.cache.store.pinned is not None:     # the rows no constraint uses go
+                c = self.cache
+                c.store.unpin()
+                c.cons.term_row = c.store.compact(c.cons.term_row)
+                c.store.moved = None
+
+    def _share_restored_rows(self):
+        """A resumed run's cached terms on rows of the window the state was saved in move to the
+        pinned window's rows, as in the run that was not stopped (a multiclass example whose
+        constraints share one row is solved as such)."""
+        window_row, self.resume_window_row = self.resume_window_row, None
+        if window_row is None or not np.any(window_row >= 0):
+            return
+        c = self.cache
+        term_row = c.cons.term_row.copy()
+        restored = term_row < len(window_row)
+        restored[restored] = window_row[term_row[restored]] >= 0
+        moved = c.store.pinned[0] + window_row[term_row[restored]]
+        c.store.release(term_row[restored])
+        c.store.hold(moved)
+        term_row[restored] = moved
+        c.cons.term_row = term_row
 
     def _window_done(self, sweep):
         """Whether a window is let go after `sweep` sweeps: the looks are spent, or the last sweep
@@ -956,6 +1062,7 @@ class OnlineDual:
         """The resume state as arrays (see save_state)."""
         c = self.cache
         t = c.cons
+        store, term_row, window_row = c.store.saved(t.term_row)
         return {
             "mode": np.array("online-dual"), "version": np.array(STATE_VERSION),
             "n_cols": np.array(self.geometry.n_cols), "w": self.w,
@@ -976,12 +1083,12 @@ class OnlineDual:
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
             "certified": np.array(self.certified),
             "qids_done": np.array(sorted(self.qids_done), np.int64),
-            "tptr": t.tptr, "term_row": t.term_row, "term_scale": t.term_scale,
+            "tptr": t.tptr, "term_row": term_row, "term_scale": t.term_scale,
             "term_offset": np.asarray(t.term_offset, np.int64), "term_bias": np.asarray(t.term_bias, bool),
             "margin": t.margin, "group": t.group, "key": t.key, "C": c.C, "alpha": c.alpha,
             "age": c.age, "idle": c.idle,
-            "store_indptr": c.store.indptr, "store_indices": c.store.indices,
-            "store_data": c.store.data, "store_refs": c.store.refs,
+            "store_indptr": store[0], "store_indices": store[1], "store_data": store[2],
+            "store_refs": store[3], "store_window_row": window_row,
         }
 
     def _restore(self, s):
@@ -1022,6 +1129,7 @@ class OnlineDual:
         cons = Constraints(s["tptr"], s["term_row"], s["term_scale"], s["term_offset"],
                            s["term_bias"], s["margin"], s["group"], s["key"])
         store = RowStore(s["store_indptr"], s["store_indices"], s["store_data"], s["store_refs"])
+        self.resume_window_row = np.asarray(s["store_window_row"], np.int64)
         self.cache = Cache(cons, s["C"], s["alpha"], np.zeros(cons.size), s["age"], s["idle"], store)
         self.cache.grad = cons.margin - self._store_dots()
         self.digest = int(s["digest"])
@@ -1118,7 +1226,7 @@ def _take_examples(block, starts, which):
     lengths = hi - lo
     ends = np.cumsum(lengths)
     src = np.repeat(lo - (ends - lengths), lengths) + np.arange(int(lengths.sum()))
-    indices = block.indices[src]
+    indices = block.indices[src].astype(np.int64, copy=False)    # (a pinned window's are int32)
     return rows, data.Block(np.concatenate(([0], ends)).astype(np.int64), indices, block.data[src],
                       block.target[rows], block.qid[rows], block.cost[rows], block.line[rows],
                       int(indices.max()) + 1 if len(indices) else 0, 0)
@@ -1129,8 +1237,11 @@ def _kept_bytes(cache, kept):
     rows = np.unique(cache.cons.term_row[np.repeat(cache.cons.tptr[kept], lengths)
                                          + np.arange(int(lengths.sum()))
                                          - np.repeat(np.cumsum(lengths) - lengths, lengths)])
+    if cache.store.pinned is not None:          # the window's rows are the data's (RowStore.nbytes)
+        first, n = cache.store.pinned
+        rows = rows[(rows < first) | (rows >= first + n)]
     nnz = int(np.diff(cache.store.indptr)[rows].sum()) if len(rows) else 0
-    return 8 * (len(kept) + 1) + 64 * len(kept) + 25 * int(lengths.sum()) + 8 * (len(rows) + 1) + 16 * nnz + 8 * len(rows)
+    return 8 * (len(kept) + 1) + 64 * len(kept) + 25 * int(lengths.sum()) + 8 * (len(rows) + 1) + 12 * nnz + 8 * len(rows)
 
 
 class RowDigest:
@@ -1141,13 +1252,21 @@ class RowDigest:
         self.crcs = [0, 0, 0, 0]
 
     def add(self, block):
-        parts = (block.target, np.diff(block.indptr), block.indices, block.data)
-        self.crcs = [zlib.crc32(np.ascontiguousarray(a).tobytes(), c) for a, c in zip(parts, self.crcs)]
+        parts = ((block.target, np.float64), (np.diff(block.indptr), np.int64),
+                 (block.indices, np.int64), (block.data, np.float64))
+        self.crcs = [_crc32(a, dtype, c) for (a, dtype), c in zip(parts, self.crcs)]
 
     @property
     def value(self):
         a, b, c, d = self.crcs
         return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
+
+
+def _crc32(a, dtype, crc, piece=1 << 20):
+    """CRC-32 of a's entries as `dtype`, a piece at a time (no copy of the whole array)."""
+    for i in range(0, len(a), piece):
+        crc = zlib.crc32(np.ascontiguousarray(a[i:i + piece], dtype=dtype), crc)
+    return crc
 
 
 def _check_runs(window, starts, path):
@@ -1219,14 +1338,15 @@ def _windows(blocks, grouping, size, max_rows):
                 first = k
             if first < n or have_examples >= size or have_rows >= max_rows:
                 # the parts are let go before the window is handed out: held through its sweeps
-                # they doubled its memory (conll2000 in one window: 82 MB more at the peak)
-                window = data.concat_blocks(pending)
+                # they doubled its memory (conll2000 in one window: 82 MB more at the peak); the
+                # window itself is not held here either (the row store takes it over)
+                window = [data.concat_blocks(pending)]
                 pending, have_examples, have_rows = [], 0, 0
-                yield window
+                yield window.pop()
     if pending:
-        window = data.concat_blocks(pending)
+        window = [data.concat_blocks(pending)]
         pending = []
-        yield window
+        yield window.pop()
 
 
 class _null_progress:
@@ -1308,7 +1428,7 @@ _ARRAY_KEYS = {
     "term_offset": np.integer, "term_bias": np.bool_, "margin": np.floating, "group": np.integer,
     "key": np.integer, "C": np.floating, "alpha": np.floating, "age": np.integer, "idle": np.integer,
     "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
-    "store_refs": np.integer, "qids_done": np.integer,
+    "store_refs": np.integer, "store_window_row": np.integer, "qids_done": np.integer,
 }
 _SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "window_rows", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
