@@ -49,7 +49,8 @@ Speed (binary problems must cost what LIBLINEAR's -s 3 costs). Epochs visit cons
 order, so their cost is cache misses, and the state a visit reads must stay small enough to live in
 L2 while the rows stream through it: 32 bytes per constraint, as structure-of-arrays (alpha, q, row
 start, (nnz, kind)) with (scale, margin, C) in a table of distinct triples (two rows for binary
-problems: LIBLINEAR's GETI trick), and int32 column indices (a copy: 4 bytes per nonzero). When every
+problems: LIBLINEAR's GETI trick), and int32 column indices (a copy: 4 bytes per nonzero, or the
+store's own when it keeps int32 columns, as online-dual's does). When every
 group has one constraint (`singles`) a visit needs no group look-up either. Measured on a9a, epochs
 are 2x faster than with a group record, then a 48-byte constraint record, then indptr, and about 1.3x
 faster than with one 64-byte line per constraint (int32 indices alone: 1.15x). Nothing per epoch is
@@ -58,8 +59,11 @@ O(n): the active count and the terms of `approximate_bounds` are kept up to date
 Two layouts share that state. When every constraint is one unshifted term (binary, regression, raw
 constraints) the "one-row" layout keeps it exactly as above: (start, nnz) is the row's slice of the
 store and the term's scale sits in the kind table. Otherwise (the "terms" layout) (start, nnz) is the
-constraint's slice of a `Term` array (row slice, offset, scale, bias flag: 32 bytes a term), the kind
-table's scale is 1, and dot and axpy loop over the terms with w shifted by each offset. ||x_c||^2 and
+constraint's slice of the caller's term arrays (row, offset, scale, bias flag), read in place: a
+`Term` (row slice, offset, scale, bias column) is assembled as it is read (`_term`). A copy of them
+as an array of 32-byte Terms was the largest array of a sequence solve (60 MB of n-slack's first
+rounds on UD English EWT, 1.9 million terms); reading in place cost no measurable time there. The
+kind table's scale is 1, and dot and axpy loop over the terms with w shifted by each offset. ||x_c||^2 and
 the pair step's x_j . x_k are exact: x_j is scattered into a dense scratch of n_w zeros, squared or
 dotted with x_k, and the touched entries cleared again.
 
@@ -410,7 +414,16 @@ cdef class DualCD:
                                   # its terms are terms[start : start + nnz]
     cdef NnzKind* nk
     cdef Kind* kinds
-    cdef Term* terms              # NULL in the one-row layout
+    cdef bint terms               # the terms layout (False: the one-row layout)
+    # the terms, read in place from the caller's arrays (a Term is assembled as it is read, see
+    # _term: a copy of 32 bytes a term was the largest array of a sequence solve, 46-60 MB on UD
+    # English EWT); a shared-row group's engine owns copies, since it reorders terms (_mark_crammer_singer)
+    cdef const int64_t* rptr      # the row store's indptr
+    cdef int64_t* t_row
+    cdef int64_t* t_off
+    cdef double* t_scale
+    cdef uint8_t* t_bias
+    cdef int32_t t_bias_col       # stride * n_cols when the model has a bias feature, else -1
     cdef double* scratch          # terms layout: n_w zeros to scatter a constraint into
     cdef int64_t* ids             # its position in the caller's arrays
     cdef double* gbuf             # a group's gradients during its visit (room for the largest group)
@@ -467,7 +480,7 @@ cdef class DualCD:
         self.start = NULL
         self.nk = NULL
         self.kinds = NULL
-        self.terms = NULL
+        self.terms = False
         self.scratch = NULL
         self.ids = NULL
         self.gbuf = NULL
@@ -491,7 +504,6 @@ cdef class DualCD:
         free(self.start)
         free(self.nk)
         free(self.kinds)
-        free(self.terms)
         free(self.scratch)
         free(self.ids)
         free(self.gbuf)
@@ -689,12 +701,22 @@ cdef class DualCD:
                     or self.jslot == NULL):
                 raise MemoryError("cannot allocate the constraint cache")
         if not one_row:
-            self.terms = <Term*> malloc(max(n_terms, 1) * sizeof(Term))
+            self.terms = True
             self.scratch = <double*> calloc(max(n_w, 1), sizeof(double))
-            if self.terms == NULL or self.scratch == NULL:
+            if self.scratch == NULL:
                 raise MemoryError("cannot allocate the constraint cache")
             term_offset = np.ascontiguousarray(term_offset)
             term_bias = np.ascontiguousarray(term_bias).view(np.uint8)
+            if self.n_shared:         # reordered in place by _mark_crammer_singer: our own copies
+                term_row, term_offset = term_row.copy(), term_offset.copy()
+                term_scale, term_bias = term_scale.copy(), term_bias.copy()
+            self._keep = self._keep + (indptr, term_row, term_offset, term_scale, term_bias)
+            self.rptr = <const int64_t*> cnp.PyArray_DATA(indptr)
+            self.t_row = <int64_t*> cnp.PyArray_DATA(term_row)
+            self.t_off = <int64_t*> cnp.PyArray_DATA(term_offset)
+            self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
+            self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
+            self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
         else:                                                       # not read
             term_offset, term_bias = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
         cdef const int64_t[::1] order_v = order, row_v = term_row, gsize_v = gsize, gstart_v = gstart
@@ -715,19 +737,12 @@ cdef class DualCD:
                 self.kinds[k].scale = kinds_v[k, 0]
                 self.kinds[k].margin = kinds_v[k, 1]
                 self.kinds[k].C = kinds_v[k, 2]
-            for t in range(n_t if self.terms != NULL else 0):
-                r = row_v[t]
-                self.terms[t].start = ptr_v[r]
-                self.terms[t].nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
-                self.terms[t].offset = off_v[t]
-                self.terms[t].scale = scale_v[t]
-                self.terms[t].bias_col = <int32_t>sbias if (has_bias and tbias_v[t]) else -1
             for k in range(n_c):
                 c = order_v[k]
                 self.nk[k].kind = kind_v[c]
                 self.ids[k] = c
                 self.alpha_[k] = alpha_v[c]
-                if self.terms == NULL:
+                if not self.terms:
                     self.start[k] = ptr_v[row_v[c]]
                     self.nk[k].nnz = <int32_t>(ptr_v[row_v[c] + 1] - ptr_v[row_v[c]])
                     self.q[k] = scale_v[c] * scale_v[c] * row_sqnorm(
@@ -800,6 +815,17 @@ cdef class DualCD:
 
     # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
 
+    cdef inline Term _term(self, int64_t t) noexcept nogil:
+        """Term t of the caller's arrays: its row slice, offset, scale and bias column."""
+        cdef Term tm
+        cdef int64_t r = self.t_row[t]
+        tm.start = self.rptr[r]
+        tm.nnz = <int32_t>(self.rptr[r + 1] - tm.start)
+        tm.offset = self.t_off[t]
+        tm.scale = self.t_scale[t]
+        tm.bias_col = self.t_bias_col if self.t_bias[t] else -1
+        return tm
+
     cdef inline Kind* _kind(self, int64_t k) noexcept nogil:
         return &self.kinds[self.nk[k].kind]
 
@@ -807,17 +833,17 @@ cdef class DualCD:
         """v . x_c"""
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
         cdef double r = 0.0
-        cdef Term* tm
-        if self.terms == NULL:
+        cdef Term tm
+        if not self.terms:
             return self._kind(k).scale * row_dot(v, self.indices, self.data, s, e, self.bias, self.bias_col)
         if self.stride != 1:
             for t in range(s, e):
-                tm = &self.terms[t]
+                tm = self._term(t)
                 r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data, tm.start,
                                           tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
             return r
         for t in range(s, e):
-            tm = &self.terms[t]
+            tm = self._term(t)
             r += tm.scale * row_dot(v + tm.offset, self.indices, self.data, tm.start,
                                     tm.start + tm.nnz, self.bias, tm.bias_col)
         return r
@@ -825,18 +851,18 @@ cdef class DualCD:
     cdef inline void _scatter(self, int64_t k, double d, double* v) noexcept nogil:
         """v += d x_c"""
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
-        cdef Term* tm
-        if self.terms == NULL:
+        cdef Term tm
+        if not self.terms:
             row_axpy(d * self._kind(k).scale, self.indices, self.data, s, e, self.bias, self.bias_col, v)
             return
         if self.stride != 1:
             for t in range(s, e):
-                tm = &self.terms[t]
+                tm = self._term(t)
                 row_axpy_s(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz,
                            self.bias, tm.bias_col, v + tm.offset, self.stride)
             return
         for t in range(s, e):
-            tm = &self.terms[t]
+            tm = self._term(t)
             row_axpy(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz, self.bias,
                      tm.bias_col, v + tm.offset)
 
@@ -873,12 +899,12 @@ cdef class DualCD:
     cdef void _reclip(self, int64_t k) noexcept nogil:
         """_reclip_col over the columns of x_c."""
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
-        cdef Term* tm
-        if self.terms == NULL:
+        cdef Term tm
+        if not self.terms:
             self._reclip_row(0, s, e - s, self.bias_col)
             return
         for t in range(s, e):
-            tm = &self.terms[t]
+            tm = self._term(t)
             self._reclip_row(tm.offset, tm.start, tm.nnz, tm.bias_col)
 
     cdef double _sqnorm(self, int64_t k, bint* nonzero) noexcept nogil:
@@ -886,9 +912,9 @@ cdef class DualCD:
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t, p, col
         cdef double r = 0.0, v
         cdef double* sc = self.scratch
-        cdef Term* tm
+        cdef Term tm
         if e - s == 1:
-            tm = &self.terms[s]
+            tm = self._term(s)
             nonzero[0] = True
             return tm.scale * tm.scale * row_sqnorm(self.data, tm.start, tm.start + tm.nnz, self.bias,
                                                     tm.bias_col)
@@ -896,7 +922,7 @@ cdef class DualCD:
         self._scatter(k, 1.0, sc)
         # read each touched entry once: square it and clear it (a repeated column then reads 0)
         for t in range(s, e):
-            tm = &self.terms[t]
+            tm = self._term(t)
             for p in range(tm.start, tm.start + tm.nnz + (1 if tm.bias_col >= 0 else 0)):
                 col = tm.offset + (self.stride * self.indices[p] if p < tm.start + tm.nnz else tm.bias_col)
                 v = sc[col]
@@ -923,7 +949,7 @@ cdef class DualCD:
                 sc = 0.0
                 for b in range(a, e):
                     if self.tslot[b] == self.tslot[a]:
-                        sc += self.terms[b].scale
+                        sc += self.t_scale[b]
                 r += sc * sc
         r *= rsq
         self.q[k] = r
@@ -936,17 +962,17 @@ cdef class DualCD:
         cdef int64_t sj = self.start[j], ej = sj + self.nk[j].nnz
         cdef int64_t sk = self.start[k], ek = sk + self.nk[k].nnz
         cdef int64_t t, p, bc
-        cdef Term* a
-        cdef Term* b
-        if self.terms == NULL:
+        cdef Term a
+        cdef Term b
+        if not self.terms:
             s = self._kind(j).scale * self._kind(k).scale
             if sj == sk and ej == ek:   # the same row
                 return s * row_sqnorm(self.data, sj, ej, self.bias, self.bias_col)
             return s * row_row_dot(self.indices, self.data, sj, ej, sk, ek, self.bias, self.bias_col)
         if sj == ej or sk == ek:        # x = 0
             return 0.0
-        a = &self.terms[sj]
-        b = &self.terms[sk]
+        a = self._term(sj)
+        b = self._term(sk)
         if ej - sj == 1 and ek - sk == 1 and a.offset == b.offset:
             # one term each in the same place: the one-row products (the bias only if both carry it)
             s = a.scale * b.scale
@@ -959,7 +985,7 @@ cdef class DualCD:
         self._scatter(j, 1.0, self.scratch)
         r = self._dot(k, self.scratch)
         for t in range(sj, ej):
-            a = &self.terms[t]
+            a = self._term(t)
             for p in range(a.start, a.start + a.nnz):
                 self.scratch[a.offset + self.stride * self.indices[p]] = 0.0
             if a.bias_col >= 0:
@@ -1191,7 +1217,7 @@ cdef class DualCD:
         cdef int64_t t, s = self.start[k], e = s + self.nk[k].nnz
         cdef double r = self._kind(k).margin
         for t in range(s, e):
-            r -= self.terms[t].scale * sv[self.tslot[t]]
+            r -= self.t_scale[t] * sv[self.tslot[t]]
         return r
 
     cdef inline void _shared_move(self, int64_t k, double d, double* sv, double* cf,
@@ -1201,7 +1227,7 @@ cdef class DualCD:
         cdef int64_t t, s = self.start[k], e = s + self.nk[k].nnz
         cdef double ds
         for t in range(s, e):
-            ds = d * self.terms[t].scale
+            ds = d * self.t_scale[t]
             cf[self.tslot[t]] += ds
             sv[self.tslot[t]] += ds * rsq
 
@@ -1213,7 +1239,7 @@ cdef class DualCD:
         for a in range(sj, ej):
             for b in range(sk, ek):
                 if self.tslot[a] == self.tslot[b]:
-                    r += self.terms[a].scale * self.terms[b].scale
+                    r += self.t_scale[a] * self.t_scale[b]
         return r * rsq
 
     cdef void _strided_dots(self, Group* gr, int64_t na, double* sv) noexcept nogil:
@@ -1420,6 +1446,13 @@ cdef class DualCD:
 
     # -- Crammer-Singer groups -----------------------------------------------------------------
 
+    cdef inline void _swap_terms(self, int64_t a, int64_t b) noexcept nogil:
+        """Exchange terms a and b (of one constraint; the engine's own copies of the term arrays)."""
+        self.t_row[a], self.t_row[b] = self.t_row[b], self.t_row[a]
+        self.t_off[a], self.t_off[b] = self.t_off[b], self.t_off[a]
+        self.t_scale[a], self.t_scale[b] = self.t_scale[b], self.t_scale[a]
+        self.t_bias[a], self.t_bias[b] = self.t_bias[b], self.t_bias[a]
+
     cdef void _mark_crammer_singer(self, int64_t g) noexcept nogil:
         """Set cs_y when shared-row group g is an example of Crammer and Singer's problem: every
         constraint two terms, +1 at one slot y (the same for all) and -1 at a slot of its own, and a
@@ -1429,7 +1462,6 @@ cdef class DualCD:
         cdef Group* gr = &self.grp[g]
         cdef int64_t k, s, i, y = -1
         cdef double* seen = self.xbuf
-        cdef Term tm
         cdef int32_t sl
         if gr.rsq <= 0.0 or self.nonneg:
             return
@@ -1439,14 +1471,12 @@ cdef class DualCD:
             s = self.start[k]
             if self.nk[k].nnz != 2:
                 return
-            if self.terms[s].scale == -1.0 and self.terms[s + 1].scale == 1.0:
-                tm = self.terms[s]
-                self.terms[s] = self.terms[s + 1]
-                self.terms[s + 1] = tm
+            if self.t_scale[s] == -1.0 and self.t_scale[s + 1] == 1.0:
+                self._swap_terms(s, s + 1)
                 sl = self.tslot[s]
                 self.tslot[s] = self.tslot[s + 1]
                 self.tslot[s + 1] = sl
-            if self.terms[s].scale != 1.0 or self.terms[s + 1].scale != -1.0:
+            if self.t_scale[s] != 1.0 or self.t_scale[s + 1] != -1.0:
                 return
             if y < 0:
                 y = self.tslot[s]

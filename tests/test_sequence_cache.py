@@ -79,3 +79,56 @@ def test_dropping_idle_labellings_keeps_the_optimum(monkeypatch, rescaling):
     kept, dropped = runs[50], runs[Sequence.inactive_rounds]
     assert dropped.dual <= kept.primal and kept.dual <= dropped.primal
     assert dropped.constraints < kept.constraints
+
+
+@pytest.mark.parametrize("loss,rescaling", [("hamming", "margin"), ("hamming", "slack"),
+                                            ("zero-one", "margin")])
+def test_the_oracle_in_pieces_finds_what_it_finds_whole(monkeypatch, loss, rescaling):
+    """Loss-augmented Viterbi and the constraints it gives are built a few sentences at a time
+    (their emission scores and temporaries for a whole file were an n-slack round's peak): the
+    values and the constraints, term for term, are those of one piece."""
+    from svmtrain.tasks import sequence
+    block = data.load(str(CONLL))
+    task = task_class("sequence").from_training_data(block, str(CONLL), {"loss": loss,
+                                                                         "rescaling": rescaling})
+    geometry = Geometry(block.n_features)
+    problem = task.problem(block, str(CONLL), 0.1, geometry)
+    w = np.random.default_rng(7).normal(size=task.n_weights(geometry))
+    whole_value, whole = task.worst_offenders(w, problem, block)
+    monkeypatch.setattr(sequence, "ORACLE_TOKENS", 50)        # 2440 tokens: about fifty pieces
+    assert len(list(sequence._sentence_chunks(sentences_of(block)))) > 30
+    value, pieces = task.worst_offenders(w, problem, block)
+    assert np.array_equal(value, whole_value)
+    for name in ("tptr", "term_row", "term_scale", "term_offset", "term_bias", "margin", "group", "key"):
+        assert np.array_equal(getattr(pieces, name), getattr(whole, name)), name
+
+
+def sentences_of(block):
+    from svmtrain.tasks.sequence import sentences
+    return sentences(block, str(CONLL))
+
+
+def test_a_cache_extended_and_pruned_in_place_is_the_one_concatenated_and_selected():
+    """The cutting-plane cache grows and shrinks in place, an array at a time (a second copy of
+    a large cache was the peak of a round): the same constraints as concat and select."""
+    rng = np.random.default_rng(11)
+
+    def random_constraints(m):
+        lengths = rng.integers(0, 5, m)
+        t = int(lengths.sum())
+        return Constraints(np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+                           rng.integers(0, 100, t), rng.normal(size=t), rng.integers(0, 50, t),
+                           rng.random(t) < 0.5, rng.random(m), rng.integers(0, 20, m),
+                           rng.integers(-5, 5, m))
+    names = ("tptr", "term_row", "term_scale", "term_offset", "term_bias", "margin", "group", "key")
+    a, b = random_constraints(30), random_constraints(12)
+    joined = Constraints.concat([a, b])
+    grown = Constraints(*(getattr(a, n).copy() for n in names)).extend(b)
+    for n in names:
+        assert np.array_equal(getattr(grown, n), getattr(joined, n)), n
+    mask = rng.random(joined.size) < 0.6
+    kept = joined.select(mask)
+    grown.retain(mask)
+    for n in names:
+        assert np.array_equal(getattr(grown, n), getattr(kept, n)), n
+    assert Constraints.empty().extend(a).size == a.size

@@ -15,6 +15,7 @@ binary this is LIBLINEAR's dual coordinate descent. Otherwise the cache is grown
         re-solve the cache with the engine, hot-started, to a tolerance tightened as P - D shrinks
 """
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -147,7 +148,8 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         start = getattr(task, "start_cache", None)
         start = start(problem, block) if start is not None else None
     if start is not None and start.size:
-        cache, alpha = start, start.alpha0
+        # (a copy of the record, not of its arrays: the cache is extended in place below)
+        cache, alpha = dataclasses.replace(start), start.alpha0
         engine = _cache(problem, cache).engine(alpha)
         w = engine.w
         D = objective.dual(w, cache.margin, alpha)
@@ -184,7 +186,9 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
             # it tighter so that D catches up with P
             inner_eps = max(inner_eps / 10, epsilon / 10)
         else:
-            cache = Constraints.concat([cache, worst.select(add)])
+            engine_cache = None        # (it names the cache's arrays, which extend lets go)
+            cache.extend(worst.select(add))
+            del worst, H
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
             sqnorm = np.concatenate([sqnorm, np.full(int(add.sum()), np.nan)])
@@ -203,7 +207,8 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         stale = idle > inactive_rounds
         if np.any(stale):
             keep = ~stale
-            cache, alpha, idle = cache.select(keep), alpha[keep], idle[keep]
+            engine_cache = None
+            cache, alpha, idle = cache.retain(keep), alpha[keep], idle[keep]
             sqnorm, grad = sqnorm[keep], grad[keep]
     # the certificate of the final w (the last oracle pass priced it exactly)
     priced = objective.primal(task, w, geometry, C, [block], path)

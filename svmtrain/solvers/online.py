@@ -118,7 +118,9 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   constraint is shared by the later sweeps' constraints on it (`row_of`), not copied again (a
   window looked at 12 times held up to 12 copies of its support sentences). The window itself
   is now the row store's (Memory, below): on UD English EWT in one window the peak RSS went from
-  309 MB to 245 MB, the model byte for byte the same.
+  309 MB to 245 MB, the model byte for byte the same; with the engine reading the terms in place
+  and the resume state made only when asked for (a copy of the cache held through the
+  certificate pass was then the peak), 217 MB against n-slack's 269 MB.
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
@@ -205,6 +207,7 @@ boundary resumes bit for bit; one cut inside a re-optimisation resumes from that
 import time
 import zlib
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
@@ -309,15 +312,29 @@ class RowStore:
         self.nnz += total
         return ids
 
-    def pin(self, window):
-        """Take a window's rows in (all of them) and hold them while it is looked at; returns the
-        window as a block over the store's arrays (its per-row fields are the window's). Room is
-        left for the rows its chunks' constraints add beyond the data (sequence: a unit row each)."""
+    def pin(self, parts):
+        """Take a window's rows in (all of them, from its blocks `parts`, which are let go one by
+        one) and hold them while it is looked at; returns the window as a block over the store's
+        arrays (its per-row fields joined from the parts'). Room is made for them at once, and
+        for the rows its chunks' constraints add beyond the data (sequence: a unit row each)."""
+        rows, nnz = sum(p.n_rows for p in parts), sum(p.nnz for p in parts)
+        spare_rows, spare_nnz = rows + 4096, nnz + (1 << 16)
+        self._indptr = _room(self._indptr, self.n_rows + 1 + rows, spare_rows)
+        self._indices = _room(self._indices, self.nnz + nnz, spare_nnz)
+        self._data = _room(self._data, self.nnz + nnz, spare_nnz)
+        self._refs = _room(self._refs, self.n_rows + rows, spare_rows)
+        cat = np.concatenate
+        fields = SimpleNamespace(target=cat([p.target for p in parts]), qid=cat([p.qid for p in parts]),
+                                 cost=cat([p.cost for p in parts]), line=cat([p.line for p in parts]),
+                                 n_features=max(p.n_features for p in parts),
+                                 nbytes=sum(p.nbytes for p in parts))
         first = self.n_rows
-        self.add(window.indptr, window.indices, window.data, np.arange(window.n_rows),
-                 spare=(4096, 1 << 16))
-        self.pinned = (first, window.n_rows)
-        return self.pinned_block(window)
+        while parts:
+            p = parts.pop(0)
+            self.add(p.indptr, p.indices, p.data, np.arange(p.n_rows))
+            del p
+        self.pinned = (first, rows)
+        return self.pinned_block(fields)
 
     def pinned_block(self, like):
         """The pinned window as a block over the store's arrays (`like`: its per-row fields)."""
@@ -435,10 +452,11 @@ class Cache:
 
     def keep(self, mask):
         """Keep the constraints where mask is True; release the rows of the others."""
-        gone = self.cons.select(~mask)
-        if gone.size:
-            self.store.release(gone.term_row)
-        self.cons = self.cons.select(mask)
+        gone = np.repeat(~mask, np.diff(self.cons.tptr))        # the terms of the others
+        if np.any(gone):
+            self.store.release(self.cons.term_row[gone])
+        del gone
+        self.cons.retain(mask)
         self.C, self.alpha, self.grad = self.C[mask], self.alpha[mask], self.grad[mask]
         self.age, self.idle, self.sqnorm = self.age[mask], self.idle[mask], self.sqnorm[mask]
         self.cons.term_row = self.store.compact(self.cons.term_row)
@@ -486,7 +504,14 @@ class OnlineResult:
     seconds: float
     certified: bool            # upper is the whole problem's P(w): a pass added nothing
     interrupted: bool = False
-    state: dict = field(default_factory=dict)
+    state_of: Optional[object] = None   # the run's resume state, made when asked for: a copy of
+                                        # the cache held through the certificate pass was the peak
+                                        # of a UD English EWT run (20 MB over the training's)
+
+    @property
+    def state(self):
+        """The resume state as arrays (see save_state), of the solver as it stands now."""
+        return {} if self.state_of is None else self.state_of()
 
 
 @dataclass
@@ -683,7 +708,26 @@ class OnlineDual:
         # Before a window is let go, its examples are looked at again against the current w (they
         # are in memory: the file is still read once): sweeps of the window until one adds no
         # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
-        for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows):
+        pinned = not self.controlled     # a controlled task's problem rows are not the window's
+        for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows,
+                               parts=pinned):
+            if pinned:
+                # the window's rows are the row store's while it is looked at: held once, and a
+                # constraint on one of them costs no copy (UD English EWT in one window: the store
+                # held 2.6 of its 3.1 million non-zeros a second time at the peak); its parts come
+                # compact (int32 columns, the reader's blocks let go) and go into the store one by
+                # one (conll2000: the reader's blocks and the joined window, 32 bytes a non-zero,
+                # were the peak of a one-pass run)
+                n_features = max(part.n_features for part in window)
+                if n_features > self.geometry.n_cols:    # every stored column is in w
+                    self._widen(n_features)
+                self.store_cols = max(self.store_cols, self.geometry.n_cols, 1)
+                store = self.cache.store
+                window = store.pin(window)
+                self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
+                self._share_restored_rows()
+            else:
+                self.row_of = None
             starts = _example_starts(window, grouping)
             n = len(starts) - 1
             if self.stream_grouping == "queries":      # a query met once in the pass
@@ -691,19 +735,6 @@ class OnlineDual:
             elif grouping == "consecutive":
                 _check_runs(window, starts, self.path)
             rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
-            if self.controlled:             # a controlled task's problem rows are not the window's
-                self.row_of = None
-            else:
-                # the window's rows are the row store's while it is looked at: held once, and a
-                # constraint on one of them costs no copy (UD English EWT in one window: the store
-                # held 2.6 of its 3.1 million non-zeros a second time at the peak)
-                if window.n_features > self.geometry.n_cols:    # every stored column is in w
-                    self._widen(window.n_features)
-                self.store_cols = max(self.store_cols, self.geometry.n_cols, 1)
-                store = self.cache.store
-                window = store.pin(window)
-                self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
-                self._share_restored_rows()
             order = rng.permutation(n)
             self.window_examples = n
             # a structured task's sweep is cut into STRUCTURED_MIN_CHUNKS chunks at least: w moves
@@ -878,7 +909,7 @@ class OnlineDual:
         new.group = gid[add]
         m = new.size
         c = self.cache
-        c.cons = Constraints.concat([c.cons, new])
+        c.cons.extend(new)
         c.C = np.concatenate([c.C, C_best[add]])
         c.alpha = np.concatenate([c.alpha, np.zeros(m)])
         c.grad = np.concatenate([c.grad, g_best[add]])
@@ -1056,7 +1087,7 @@ class OnlineDual:
                             examples=int(examples), passes=self.pass_, epochs=self.epochs,
                             solves=self.solves, cache=self.cache.size,
                             seconds=time.perf_counter() - self.started, certified=self.certified,
-                            interrupted=interrupted, state=self.state())
+                            interrupted=interrupted, state_of=self.state)
 
     def state(self):
         """The resume state as arrays (see save_state)."""
@@ -1310,10 +1341,18 @@ def _rechunk(blocks, grouping, size):
         yield pending
 
 
-def _windows(blocks, grouping, size, max_rows):
+def _compact(block):
+    """A block's own copy with int32 columns, holding nothing of the block it was cut from."""
+    return data.Block(np.array(block.indptr, np.int64), block.indices.astype(np.int32),
+                      block.data.copy(), block.target.copy(), block.qid.copy(), block.cost.copy(),
+                      block.line.copy(), block.n_features, block.nbytes)
+
+
+def _windows(blocks, grouping, size, max_rows, parts=False):
     """Blocks of whole examples re-cut into shuffle windows of at most `size` examples and at most
     `max_rows` rows (at least one example each), independent of how the reader cut the file. With
-    one row per example and max_rows >= size these are _rechunk's chunks of `size`."""
+    one row per example and max_rows >= size these are _rechunk's chunks of `size`. `parts`: a
+    window is the list of its parts, each compact (_compact), not one block joined from them."""
     pending = []                       # blocks of the window being filled
     have_examples = have_rows = 0
     for block in blocks:
@@ -1332,7 +1371,9 @@ def _windows(blocks, grouping, size, max_rows):
             k_rows = int(np.searchsorted(starts, starts[first] + room, side="right")) - 1
             k = min(k, max(k_rows, first + (1 if not pending else 0)))
             if k > first:
-                pending.append(block.rows(int(starts[first]), int(starts[k])))
+                part = block.rows(int(starts[first]), int(starts[k]))
+                pending.append(_compact(part) if parts else part)
+                del part
                 have_examples += k - first
                 have_rows += int(starts[k] - starts[first])
                 first = k
@@ -1340,11 +1381,11 @@ def _windows(blocks, grouping, size, max_rows):
                 # the parts are let go before the window is handed out: held through its sweeps
                 # they doubled its memory (conll2000 in one window: 82 MB more at the peak); the
                 # window itself is not held here either (the row store takes it over)
-                window = [data.concat_blocks(pending)]
+                window = [pending if parts else data.concat_blocks(pending)]
                 pending, have_examples, have_rows = [], 0, 0
                 yield window.pop()
     if pending:
-        window = [data.concat_blocks(pending)]
+        window = [pending if parts else data.concat_blocks(pending)]
         pending = []
         yield window.pop()
 

@@ -27,6 +27,19 @@ from svmtrain.data import DataError, repeated_run
 from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, group_costs
 from svmtrain.tasks.multiclass import AccuracyMetric
 
+ORACLE_TOKENS = 16384          # tokens of whole sentences per loss-augmented Viterbi call
+
+
+def _sentence_chunks(seq_ptr):
+    """(first, stop) sentence ranges of about ORACLE_TOKENS tokens (one sentence at least)."""
+    n_seq = len(seq_ptr) - 1
+    a = 0
+    while a < n_seq:
+        b = int(np.searchsorted(seq_ptr, seq_ptr[a] + ORACLE_TOKENS, side="right")) - 1
+        b = min(max(b, a + 1), n_seq)
+        yield a, b
+        a = b
+
 
 def labelling_key(tags):
     """A deterministic 63-bit fingerprint of a labelling (Python's hash() is salted per process)."""
@@ -133,20 +146,38 @@ class Sequence(LabelledTask):
         return E, T
 
     def _worst(self, w, block, path, geometry):
+        """Loss-augmented Viterbi over the block, ORACLE_TOKENS tokens of whole sentences at a
+        time: the emission scores of the whole block (tokens x K doubles, 28 MB on UD English
+        EWT) were the peak of an n-slack round; the sentences are independent, so the result is
+        the same."""
         seq_ptr = sentences(block, path)
         y = self.label_index(block, path)
-        E, T = self._parts(w, block, geometry)
-        tags, value, delta = viterbi_loss_augmented(E, T, seq_ptr, y, 0 if self.loss == "hamming" else 1,
-                                                     1 if self.rescaling == "slack" else 0)
+        n_seq = len(seq_ptr) - 1
+        tags = np.empty(block.n_rows, np.int64)
+        value, delta = np.empty(n_seq), np.empty(n_seq)
+        kind, rescaling = 0 if self.loss == "hamming" else 1, 1 if self.rescaling == "slack" else 0
+        for a, b in _sentence_chunks(seq_ptr):
+            lo, hi = int(seq_ptr[a]), int(seq_ptr[b])
+            E, T = self._parts(w, block.rows(lo, hi), geometry)
+            tags[lo:hi], value[a:b], delta[a:b] = viterbi_loss_augmented(
+                E, T, seq_ptr[a:b + 1] - lo, y[lo:hi], kind, rescaling)
         return seq_ptr, y, tags, value, delta
 
     def worst_offenders(self, w, problem, block):
+        """The worst offenders as constraints, built ORACLE_TOKENS tokens at a time (the
+        temporaries of building them for a whole block were the peak of an n-slack round)."""
         geometry = Geometry(problem.n_cols, problem.bias)
         seq_ptr, y, yhat, value, delta = self._worst(w, block, problem.path, geometry)
-        return value, self._constraints(seq_ptr, y, yhat, delta, geometry.width, block.n_rows)
+        parts = []
+        for a, b in _sentence_chunks(seq_ptr):
+            lo, hi = int(seq_ptr[a]), int(seq_ptr[b])
+            parts.append(self._constraints(seq_ptr[a:b + 1] - lo, y[lo:hi], yhat[lo:hi], delta[a:b],
+                                           geometry.width, block.n_rows, first_row=lo, first_sentence=a))
+        return value, Constraints.concat(parts) if len(parts) != 1 else parts[0]
 
-    def _constraints(self, seq_ptr, y, yhat, delta, W, unit_row):
-        """psi(y) - psi(yhat) per sentence as terms, scaled by Delta under slack rescaling."""
+    def _constraints(self, seq_ptr, y, yhat, delta, W, unit_row, first_row=0, first_sentence=0):
+        """psi(y) - psi(yhat) per sentence as terms, scaled by Delta under slack rescaling; the
+        sentences' rows are numbered from first_row, the sentences (groups) from first_sentence."""
         K = self.K
         n_seq = len(seq_ptr) - 1
         sent = np.repeat(np.arange(n_seq), np.diff(seq_ptr))
@@ -154,7 +185,7 @@ class Sequence(LabelledTask):
         # emissions: tokens tagged differently, +row in the true tag's block, -row in the other's
         tok = np.flatnonzero(y != yhat)
         e_sent = np.repeat(sent[tok], 2)
-        e_row = np.repeat(tok, 2)
+        e_row = np.repeat(tok + first_row, 2)
         e_scale = np.empty(2 * len(tok))
         e_scale[0::2], e_scale[1::2] = 1.0, -1.0
         e_offset = np.empty(2 * len(tok), np.int64)
@@ -183,7 +214,8 @@ class Sequence(LabelledTask):
         margin = delta   # l = Delta under both rescalings; slack rescaling scales x by Delta
         key = labelling_keys(yhat, seq_ptr)
         return Constraints(tptr, term_row.astype(np.int64), term_scale, term_offset.astype(np.int64),
-                           term_bias, margin.astype(np.float64), np.arange(n_seq, dtype=np.int64), key)
+                           term_bias, margin.astype(np.float64),
+                           first_sentence + np.arange(n_seq, dtype=np.int64), key)
 
     def violations(self, w, block, path, geometry):
         sentence_costs(block, path)   # a sentence's lines agree on their cost (errors name the file)
