@@ -187,8 +187,10 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
             inner_eps = max(inner_eps / 10, epsilon / 10)
         else:
             engine_cache = None        # (it names the cache's arrays, which extend lets go)
-            cache.extend(worst.select(add))
-            del worst, H
+            new = worst.select(add)
+            del worst, H               # (the oracle's constraints for every example)
+            cache.extend(new)
+            del new
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
             sqnorm = np.concatenate([sqnorm, np.full(int(add.sum()), np.nan)])
