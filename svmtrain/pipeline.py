@@ -451,6 +451,8 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     finally:
         trace.close()
     interrupted = result.interrupted or interrupt.requested()
+    if not (interrupted or run.controls.save_state):
+        solver.release()               # no resume state will be written: the model's turn
     if interrupted or primal is None:
         primal, examples = (result.upper, result.examples)
     certified = not interrupted and (verify or result.certified)

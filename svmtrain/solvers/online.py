@@ -668,7 +668,7 @@ class OnlineDual:
         # move w away from the P(w) that pass measured)
         if not self.certified and self.cache.size and relative_gap(self.UB, self.LB) > self.opt.epsilon / 2:
             self._optimise()
-        return self._result(interrupted=interrupt.requested())
+        return self._result(interrupted=interrupt.requested(), final=True)
 
     @property
     def _keyed(self):
@@ -709,6 +709,8 @@ class OnlineDual:
         # are in memory: the file is still read once): sweeps of the window until one adds no
         # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
         pinned = not self.controlled     # a controlled task's problem rows are not the window's
+        if pinned:     # refused at its line before a column is stored as int32 or widens w
+            examples = _checked(examples, self.path, self.opt.zero_based)
         for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows,
                                parts=pinned):
             if pinned:
@@ -1080,18 +1082,27 @@ class OnlineDual:
             self._refresh(dual=False)
 
     # -- results and resume state ----------------------------------------------------------------
-    def _result(self, interrupted=False):
+    def _result(self, interrupted=False, final=False):
+        """The result as it stands; `final`: the run is over, and w is handed over, not copied
+        (sector multiclass: a 46 MB copy at the end of the run)."""
         examples = (self.examples_in_file if self.examples_in_file is not None
                     else self.model_examples)
-        return OnlineResult(w=self.w.copy(), dual=self.LB, upper=self.UB, geometry=self.geometry,
+        return OnlineResult(w=self.w if final else self.w.copy(), dual=self.LB, upper=self.UB, geometry=self.geometry,
                             examples=int(examples), passes=self.pass_, epochs=self.epochs,
                             solves=self.solves, cache=self.cache.size,
                             seconds=time.perf_counter() - self.started, certified=self.certified,
                             interrupted=interrupted, state_of=self.state)
 
+    def release(self):
+        """Let the cache go once the run is over and no resume state will be asked for (the
+        model is built and written after training; sector multiclass held its cache through it)."""
+        self.cache = None
+
     def state(self):
         """The resume state as arrays (see save_state)."""
         c = self.cache
+        if c is None:
+            raise RuntimeError("the cache was released: no resume state after release()")
         t = c.cons
         store, term_row, window_row = c.store.saved(t.term_row)
         return {
@@ -1339,6 +1350,14 @@ def _rechunk(blocks, grouping, size):
             pending, have = block.rows(int(starts[first]), block.n_rows), n - first
     if pending is not None:
         yield pending
+
+
+def _checked(blocks, path, zero_based):
+    """The blocks, each checked as training rows (feature indices a model can have, finite
+    norms) as it is read."""
+    for block in blocks:
+        data.check_training_rows(block, path, zero_based)
+        yield block
 
 
 def _compact(block):
