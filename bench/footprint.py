@@ -44,8 +44,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import BIN, PEERS, ROOT, Skip, Table, fr, fs, pinned_env
+from _common import BIN, ROOT, Skip, Table, fr, fs, pinned_env
 from taskbench import _RSS_WRAPPER
+
+CRFPEER = Path(__file__).resolve().parent / "crfpeer.py"
 
 #: environment variable -> what it names
 PEER_VARIABLES = {"LIBLINEAR_TRAIN": "LIBLINEAR's train", "LIBLINEAR_PREDICT": "LIBLINEAR's predict",
@@ -324,7 +326,7 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn):
                                      tmp / "hmm.model"], 1)
             measured.append((f"svm_hmm -c {c:g} -e {eps:g}", t_p, m_p, peer_primal(out)))
     if crfsuite:
-        t_p, m_p, _ = measure([sys.executable, PEERS, "crfsuite", svm, tmp / "crf.model", "--c2",
+        t_p, m_p, _ = measure([sys.executable, CRFPEER, svm, tmp / "crf.model", "--c2",
                                repr(CRFSUITE_C2)], 1)
         measured.append((f"CRFsuite L-BFGS c2 {CRFSUITE_C2:g}", t_p, m_p, None))
     for mode, extra in runs:
@@ -344,8 +346,9 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn):
                                   "peer_mb": m_p, "peer_primal": p_peer})
     table.notes.append("sequence rows: one run each (minutes at full size); the peers read the "
                        "svmlight file conll2svm wrote (svm_hmm natively, CRFsuite through "
-                       "bench/peers.py crfsuite, which hands each sentence to the trainer as it "
-                       "is read: each feature index an attribute), reading included.")
+                       "bench/crfpeer.py, which hands each sentence to the trainer as it is read "
+                       "and imports nothing but pycrfsuite: each feature index an attribute), "
+                       "reading included.")
     if hmm_learn:
         table.notes.append(
             f"svm_hmm's -c is summed over the sentences: -c {SEQUENCE_C:g} x {sentences} is "
