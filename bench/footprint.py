@@ -288,12 +288,18 @@ def _ranking(data, quick, repeat, tmp, table, rank_learn):
         else:
             table.rows.append(_row(run, label, (t_ours, m_ours), primals=(p_ours, None)))
         table.records.append(record)
-    table.notes.append(
-        f"ranking rows: one problem for both programs. svm_rank's -c is summed over the queries "
-        f"(C of a pair = c / queries), so svmtrain runs at C = {SVM_RANK_C:g} / {queries} queries "
-        f"= {c:.4g}; svm_rank with its default loss (-l 1) and -e 0.001, which it scales by the "
-        f"pairs of a query. P(w) = the primal each program reached (svm_rank's printed pval, "
-        f"svmtrain's model file); the optimum lies below both.")
+    problem = (f"svm_rank's -c is summed over the queries (C of a pair = c / queries), so svmtrain "
+               f"runs at C = {SVM_RANK_C:g} / {queries} queries = {c:.4g}, svm_rank -c "
+               f"{SVM_RANK_C:g}'s problem")
+    if rank_learn:
+        table.notes.append(
+            f"ranking rows: one problem for both programs. {problem}; svm_rank with its default "
+            f"loss (-l 1) and -e 0.001, which it scales by the pairs of a query. P(w) = the primal "
+            f"each program reached (svm_rank's printed pval, svmtrain's model file); the optimum "
+            f"lies below both.")
+    else:
+        table.notes.append(f"ranking rows: {problem} (svm_rank absent); P(w) = svmtrain's primal "
+                           f"(its model file).")
 
 
 def _sequence(data, quick, repeat, tmp, table, hmm_learn):
