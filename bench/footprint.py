@@ -294,9 +294,9 @@ def _ranking(data, quick, repeat, tmp, table, rank_learn):
     if rank_learn:
         table.notes.append(
             f"ranking rows: one problem for both programs. {problem}; svm_rank with its default "
-            f"loss (-l 1) and -e 0.001, which it scales by the pairs of a query. P(w) = the primal "
-            f"each program reached (svm_rank's printed pval, svmtrain's model file); the optimum "
-            f"lies below both.")
+            f"loss (-l 1) and -e 0.001, which it multiplies by the mean number of pairs per query. "
+            f"P(w) = the primal each program reached (svm_rank's printed pval, svmtrain's model "
+            f"file); the optimum lies below both.")
     else:
         table.notes.append(f"ranking rows: {problem} (svm_rank absent); P(w) = svmtrain's primal "
                            f"(its model file).")
