@@ -4,7 +4,6 @@
                                                    [--pairs]
     python bench/peers.py sklearn   TRAIN OUT.json --tol T [--C 1] [--max-iter 1000]
     python bench/peers.py svc       TRAIN OUT.json --C C --gamma G --test TEST
-    python bench/peers.py crfsuite  TRAIN.svm MODEL [--c2 0.1]
 
 liblinear: LIBLINEAR -s 3 (L2-regularized L1-loss SVC, dual CD, no bias) through the official
 Python binding. The data is read (with svmtrain's reader) and converted to LIBLINEAR's problem before
@@ -30,9 +29,8 @@ tolerance 1e-3, a 1 GB kernel cache), the ceiling of the `budgeted` group. The d
 svmtrain's reader before the clock, which covers `fit` only; OUT.json gets the time, the number of
 support vectors and the test accuracy.
 
-crfsuite: CRFsuite's L-BFGS (python-crfsuite) on a sequence file in svmlight form (one token per
-line, qid = sentence, as conll2svm writes it): each feature index is an attribute with its value,
-the target the tag. Run whole by the `footprint` group (reading included), as a user runs it.
+CRFsuite, the sequence peer, has its own child, bench/crfpeer.py: this module's numpy and scipy
+would add 40 MB to the peak memory measured as the peer's.
 """
 
 import argparse
@@ -204,28 +202,6 @@ def run_svc(args):
                    "test_accuracy": accuracy}, f)
 
 
-def run_crfsuite(args):
-    import pycrfsuite
-    trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
-    trainer.set_params({"c2": args.c2, "c1": 0.0})
-    xseq, yseq, last = [], [], None
-    with open(args.train) as f:
-        for line in f:
-            body = line.split("#", 1)[0].split()
-            if not body:
-                continue
-            qid = body[1]
-            if qid != last and xseq:
-                trainer.append(xseq, yseq)
-                xseq, yseq = [], []
-            last = qid
-            xseq.append({k: float(v) for k, v in (t.split(":", 1) for t in body[2:])})
-            yseq.append(body[0])
-    if xseq:
-        trainer.append(xseq, yseq)
-    trainer.train(args.model)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="peer", required=True)
@@ -252,13 +228,8 @@ def main(argv=None):
     c.add_argument("--C", type=float, required=True)
     c.add_argument("--gamma", type=float, required=True)
     c.add_argument("--test", required=True)
-    d = sub.add_parser("crfsuite")
-    d.add_argument("train")
-    d.add_argument("model")
-    d.add_argument("--c2", type=float, default=0.1)
     args = ap.parse_args(argv)
-    {"liblinear": run_liblinear, "sklearn": run_sklearn, "svc": run_svc,
-     "crfsuite": run_crfsuite}[args.peer](args)
+    {"liblinear": run_liblinear, "sklearn": run_sklearn, "svc": run_svc}[args.peer](args)
 
 
 if __name__ == "__main__":

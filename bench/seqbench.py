@@ -12,11 +12,13 @@ lives in .cache/data/ (ignored by git).
 The runs, each a fresh child process (peak RSS from os.wait4, wall clock around the process):
 - svmtrain: `svmtrain train -t sequence -c 0.1` (n-slack by cutting planes; SVM-hmm's C = 0.1 x
   12,544 sentences = 1254.4), then `svmtrain predict --json` on the test file;
-- CRFsuite (python-crfsuite, when installed; skipped with a note otherwise): this script's `crf`
-  command reads the same svmlight training file (each feature index an attribute of weight 1:
-  exactly conll2svm's features), trains a first-order CRF with L-BFGS (c1 0, c2 0.1, CRFsuite's
-  own stopping rule), then tags the test file. Its train time includes reading the file, as
-  svmtrain's wall time does.
+- CRFsuite (python-crfsuite, when installed; skipped with a note otherwise): bench/crfpeer.py, a
+  child importing nothing but pycrfsuite, reads the same svmlight training file (each feature
+  index an attribute: exactly conll2svm's features), handing each sentence to the trainer as it
+  is read, so the peak memory is CRFsuite's and not a Python list of every sentence; trains a
+  first-order CRF with L-BFGS (c1 0, c2 0.1, CRFsuite's own stopping rule), then tags the test
+  file, streamed the same way. Its train time includes reading the file, as svmtrain's wall time
+  does; its peak memory includes the tagging, which holds one sentence and the model.
 Both read the same featurised file, so the conversion (shared) is reported once, on its own.
 """
 
@@ -25,12 +27,12 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from _common import BIN, Data, Table, fr, fs
 from taskbench import _head_sentences as head_sentences, run_child
 
+CRFPEER = Path(__file__).resolve().parent / "crfpeer.py"
 SEQUENCE_C = 0.1          # the issue's setting (svm_hmm -c 1254.4 = 0.1 x 12,544 sentences)
 CRF_C2 = 0.1
 
@@ -79,53 +81,6 @@ def prepare(data):
     return tr, te, d, record
 
 
-# -- the CRFsuite peer (run as a child: `seqbench.py crf TRAIN TEST OUT.json`) -----------------------
-
-def read_sequences(path):
-    """[(attribute lists, tags)] per sentence of an svmlight sequence file (qid = sentence)."""
-    out, last, xs, ys = [], None, [], []
-    with open(path) as f:
-        for line in f:
-            parts = line.split()
-            if not parts:
-                continue
-            tag, qid, feats = parts[0], parts[1], parts[2:]
-            if qid != last and xs:
-                out.append((xs, ys))
-                xs, ys = [], []
-            last = qid
-            xs.append({p.split(":", 1)[0]: 1.0 for p in feats})
-            ys.append(tag)
-    if xs:
-        out.append((xs, ys))
-    return out
-
-
-def crf_main(train, test, result, c2):
-    import pycrfsuite
-    started = time.perf_counter()
-    trainer = pycrfsuite.Trainer(verbose=False)
-    for xs, ys in read_sequences(train):
-        trainer.append(pycrfsuite.ItemSequence(xs), ys)
-    read = time.perf_counter() - started
-    trainer.set_params({"c1": 0.0, "c2": c2})
-    with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "crf.model")
-        trainer.train(model)
-        trained = time.perf_counter() - started
-        iterations = len(trainer.logparser.iterations)
-        tagger = pycrfsuite.Tagger()
-        tagger.open(model)
-        correct = total = 0
-        for xs, ys in read_sequences(test):
-            pred = tagger.tag(pycrfsuite.ItemSequence(xs))
-            correct += sum(p == y for p, y in zip(pred, ys))
-            total += len(ys)
-    Path(result).write_text(json.dumps({"read_seconds": read, "train_seconds": trained,
-                                        "iterations": iterations, "correct": correct,
-                                        "total": total, "accuracy": correct / max(total, 1)}))
-
-
 def crfsuite_available():
     try:
         import pycrfsuite  # noqa: F401
@@ -150,8 +105,8 @@ def ours(train, test, tmp, mode, epsilon):
 
 def crfsuite(train, test, tmp):
     result = Path(tmp) / "crf.json"
-    wall, _o, _e, rss = run_child([sys.executable, Path(__file__).resolve(), "crf", train, test,
-                                   result, "--c2", repr(CRF_C2)])
+    wall, _o, _e, rss = run_child([sys.executable, CRFPEER, train, Path(tmp) / "crf.model",
+                                   "--c2", repr(CRF_C2), "--test", test, "--result", result])
     r = json.loads(result.read_text())
     r.update(wall=wall, peak_rss_mb=rss)
     return r
@@ -191,8 +146,9 @@ def bench_sequence_ewt(data, quick, epsilons=(1e-3,), modes=("n-slack",)):
         "and UPOS columns, featurised once by svmtools conll2svm (default features); both programs "
         "read that svmlight file. Conversion time not included in either.",
         "svmtrain: train s = the wall time of `svmtrain train` (a fresh process: reading, training, "
-        "writing the model); CRFsuite: the child's clock from reading the file to the written model "
-        "(python-crfsuite, attributes = conll2svm's feature indices, weight 1).",
+        "writing the model); CRFsuite: bench/crfpeer.py's clock from reading the file to the "
+        "written model (python-crfsuite, attributes = conll2svm's feature indices, each sentence "
+        "handed to the trainer as it is read).",
         "peak MB = the child's max RSS (os.wait4). Test accuracy over every test token.",
     ]
     if quick:
@@ -203,15 +159,6 @@ def bench_sequence_ewt(data, quick, epsilons=(1e-3,), modes=("n-slack",)):
 def main(argv=None):
     if argv is None:
         argv = sys.argv[1:]
-    if argv[:1] == ["crf"]:
-        p = argparse.ArgumentParser(prog="seqbench.py crf")
-        p.add_argument("train")
-        p.add_argument("test")
-        p.add_argument("result")
-        p.add_argument("--c2", type=float, default=CRF_C2)
-        a = p.parse_args(argv[1:])
-        crf_main(a.train, a.test, a.result, a.c2)
-        return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shared-data", default=str(Path(__file__).resolve().parent.parent.parent
                                                  / "shared" / "data"))
