@@ -318,7 +318,7 @@ class RowStore:
         arrays (its per-row fields joined from the parts'). Room is made for them at once, and
         for the rows its chunks' constraints add beyond the data (sequence: a unit row each)."""
         rows, nnz = sum(p.n_rows for p in parts), sum(p.nnz for p in parts)
-        spare_rows, spare_nnz = rows + 4096, nnz + (1 << 16)
+        spare_rows, spare_nnz = 4096, 1 << 16          # (the chunks' extra rows)
         self._indptr = _room(self._indptr, self.n_rows + 1 + rows, spare_rows)
         self._indices = _room(self._indices, self.nnz + nnz, spare_nnz)
         self._data = _room(self._data, self.nnz + nnz, spare_nnz)
