@@ -120,7 +120,9 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   is now the row store's (Memory, below): on UD English EWT in one window the peak RSS went from
   309 MB to 245 MB, the model byte for byte the same; with the engine reading the terms in place
   and the resume state made only when asked for (a copy of the cache held through the
-  certificate pass was then the peak), 217 MB against n-slack's 269 MB.
+  certificate pass was then the peak), 217 MB; with the window read into the store part by part,
+  203 MB, against n-slack's 197-213 MB (which the same engine and in-place caches took down from
+  307 MB): conll2000 250 MB against 242-247 MB, sector 152 MB against 123 MB.
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
