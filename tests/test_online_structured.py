@@ -292,3 +292,31 @@ def test_a_multiclass_run_resumes_inside_a_window_bit_for_bit(tmp_path):
     resumed = OnlineDual(task, path, opt, state).run()
     assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
     assert resumed.solves == whole.solves and resumed.epochs == whole.epochs
+
+
+def test_a_store_compacted_inside_a_window_changes_nothing_and_holds_the_window_once(monkeypatch):
+    """A compaction while a window is pinned moves its rows down with the others: the sweeps then
+    take their chunks from the new arrays (a block over the old ones would hold the window twice),
+    and the run is the one without compactions, bit for bit."""
+    from svmtrain.solvers import online
+    task = streaming_task(task_class("multiclass"), os.path.join(REPO, "data",
+                                                                 "pendigits_scale.train.sample"), {})
+    path = os.path.join(REPO, "data", "pendigits_scale.train.sample")
+    opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=5, chunk=40, shuffle_window=300,
+                        keep_rounds=1)          # pruning often: keep() compacts often
+    plain = OnlineDual(task, path, opt).run()
+    compact = online.RowStore.compact
+    monkeypatch.setattr(online.RowStore, "compact",
+                        lambda self, term_row, force=False: compact(self, term_row, force=True))
+    taken = []
+    take = online._take_examples
+
+    def watch(block, starts, which):
+        store = solver.cache.store
+        taken.append((store.compactions, np.shares_memory(block.data, store._data)))
+        return take(block, starts, which)
+    monkeypatch.setattr(online, "_take_examples", watch)
+    solver = OnlineDual(task, path, opt)
+    forced = solver.run()
+    assert max(c for c, _ in taken) > 5 and all(shared for _, shared in taken)
+    assert np.array_equal(forced.w, plain.w) and forced.dual == plain.dual

@@ -260,6 +260,7 @@ class RowStore:
         self._data = _grown(np.asarray(data_, np.float64), self.nnz)
         self._refs = _grown(np.asarray(refs, np.int64), self.n_rows)
         self.pinned = None     # (first row, rows) of the window being looked at
+        self.compactions = 0   # how often the arrays were rebuilt (a block over them is then stale)
         self.moved = None      # old row -> row now (-1: dropped), over the compactions since
                                # the owner last looked (see OnlineDual._follow_store)
 
@@ -388,8 +389,9 @@ class RowStore:
             return term_row
         keep = np.flatnonzero(live)
         old = (self.indptr.copy(), self.indices.copy(), self.data.copy(), self.refs[keep].copy())
-        moved, pinned = self.moved, self.pinned
+        moved, pinned, compactions = self.moved, self.pinned, self.compactions
         self.__init__()
+        self.compactions = compactions + 1
         ids = self.add(old[0], old[1], old[2], keep, spare=(4096, 1 << 16))
         self._refs[:len(keep)] = old[3]
         renumber = np.full(len(live), -1, np.int64)
@@ -728,6 +730,7 @@ class OnlineDual:
                 self.store_cols = max(self.store_cols, self.geometry.n_cols, 1)
                 store = self.cache.store
                 window = store.pin(window)
+                window_arrays = store.compactions
                 self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
                 self._share_restored_rows()
             else:
@@ -756,6 +759,10 @@ class OnlineDual:
                 take = order[at:at + size]
                 self.window_done += len(take)
                 self.revisit = sweep > 0
+                store = self.cache.store
+                if pinned and store.compactions != window_arrays:
+                    # compacted (rows moved down): a block over the old arrays would hold them
+                    window, window_arrays = store.pinned_block(window), store.compactions
                 self.chunk_rows, chunk = _take_examples(window, starts, take)
                 yield chunk, self.examples_done + take
             self.row_digest.add(window)
