@@ -718,12 +718,8 @@ cdef class DualCD:
             self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
             self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
-        else:                                                       # not read
-            term_offset, term_bias = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
         cdef const int64_t[::1] order_v = order, row_v = term_row, gsize_v = gsize, gstart_v = gstart
         cdef const int64_t[::1] ptr_v = indptr, tptr_v = tptr
-        cdef const int64_t[::1] off_v = term_offset
-        cdef const uint8_t[::1] tbias_v = term_bias
         cdef const int32_t[::1] kind_v = kind
         cdef const double[:, ::1] kinds_v = kinds
         cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group, sq_v = sqnorm

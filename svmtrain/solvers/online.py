@@ -234,6 +234,8 @@ DEFAULT_WINDOW_ROWS = 250000
 DEFAULT_STRUCTURED_LOOKS = 100
 STRUCTURED_INNER_EPOCHS = 10
 STRUCTURED_MIN_CHUNKS = 6
+STORE_SPARE = (4096, 1 << 16)  # rows, non-zeros of room a rebuilt or pinned row store leaves for
+                               # the rows chunks add beyond the data (sequence: a unit row each)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,11 +301,7 @@ class RowStore:
         starts = indptr[rows]
         lengths = indptr[rows + 1] - starts
         total = int(lengths.sum())
-        spare_rows, spare_nnz = (None, None) if spare is None else spare
-        self._indptr = _room(self._indptr, self.n_rows + 1 + len(rows), spare_rows)
-        self._indices = _room(self._indices, self.nnz + total, spare_nnz)
-        self._data = _room(self._data, self.nnz + total, spare_nnz)
-        self._refs = _room(self._refs, self.n_rows + len(rows), spare_rows)
+        self._reserve(len(rows), total, spare)
         ends = np.cumsum(lengths)
         src = np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
         self._indices[self.nnz:self.nnz + total] = indices[src]
@@ -315,17 +313,21 @@ class RowStore:
         self.nnz += total
         return ids
 
+    def _reserve(self, rows, nnz, spare=None):
+        """Room for `rows` more rows of `nnz` non-zeros (see add)."""
+        spare_rows, spare_nnz = (None, None) if spare is None else spare
+        self._indptr = _room(self._indptr, self.n_rows + 1 + rows, spare_rows)
+        self._indices = _room(self._indices, self.nnz + nnz, spare_nnz)
+        self._data = _room(self._data, self.nnz + nnz, spare_nnz)
+        self._refs = _room(self._refs, self.n_rows + rows, spare_rows)
+
     def pin(self, parts):
         """Take a window's rows in (all of them, from its blocks `parts`, which are let go one by
         one) and hold them while it is looked at; returns the window as a block over the store's
         arrays (its per-row fields joined from the parts'). Room is made for them at once, and
         for the rows its chunks' constraints add beyond the data (sequence: a unit row each)."""
-        rows, nnz = sum(p.n_rows for p in parts), sum(p.nnz for p in parts)
-        spare_rows, spare_nnz = 4096, 1 << 16          # (the chunks' extra rows)
-        self._indptr = _room(self._indptr, self.n_rows + 1 + rows, spare_rows)
-        self._indices = _room(self._indices, self.nnz + nnz, spare_nnz)
-        self._data = _room(self._data, self.nnz + nnz, spare_nnz)
-        self._refs = _room(self._refs, self.n_rows + rows, spare_rows)
+        rows = sum(p.n_rows for p in parts)
+        self._reserve(rows, sum(p.nnz for p in parts), STORE_SPARE)
         cat = np.concatenate
         fields = SimpleNamespace(target=cat([p.target for p in parts]), qid=cat([p.qid for p in parts]),
                                  cost=cat([p.cost for p in parts]), line=cat([p.line for p in parts]),
@@ -392,7 +394,7 @@ class RowStore:
         moved, pinned, compactions = self.moved, self.pinned, self.compactions
         self.__init__()
         self.compactions = compactions + 1
-        ids = self.add(old[0], old[1], old[2], keep, spare=(4096, 1 << 16))
+        ids = self.add(old[0], old[1], old[2], keep, spare=STORE_SPARE)
         self._refs[:len(keep)] = old[3]
         renumber = np.full(len(live), -1, np.int64)
         renumber[keep] = ids
@@ -700,7 +702,8 @@ class OnlineDual:
             blocks = prepare(blocks)
         blocks = self._skip_done(blocks)
         grouping = "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
-        examples = data.whole_examples(blocks, grouping)
+        # refused at its line as it is read (before a column is stored as int32 or widens w)
+        examples = _checked(data.whole_examples(blocks, grouping), self.path, self.opt.zero_based)
         if not self.shuffles:
             for chunk in _rechunk(examples, grouping, self.opt.chunk):
                 self.row_digest.add(chunk)
@@ -713,8 +716,6 @@ class OnlineDual:
         # are in memory: the file is still read once): sweeps of the window until one adds no
         # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
         pinned = not self.controlled     # a controlled task's problem rows are not the window's
-        if pinned:     # refused at its line before a column is stored as int32 or widens w
-            examples = _checked(examples, self.path, self.opt.zero_based)
         for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows,
                                parts=pinned):
             if pinned:
@@ -845,7 +846,6 @@ class OnlineDual:
         task, opt = self.task, self.opt
         if self.stream_grouping == "queries" and ids is None:    # (shuffled: when its window is read)
             self.qids_done |= self._check_queries(chunk)
-        data.check_training_rows(chunk, self.path, self.opt.zero_based)
         if max(chunk.n_features, 1) > self.geometry.n_cols:
             # at least one column: then every class block has a width, and a term's offset tells
             # a block (offset < blocks * width) from what follows them (see _widen)

@@ -81,24 +81,16 @@ class Constraints:
         (a cutting-plane round on UD English EWT adds to a cache of 1.9 million terms)."""
         if not other.size:
             return self
-        base = self.tptr[-1]
-        self.tptr = np.concatenate([self.tptr, other.tptr[1:] + base])
+        self.tptr = np.concatenate([self.tptr, other.tptr[1:] + self.tptr[-1]])
         for name in ("term_row", "term_scale", "term_offset", "term_bias", "margin", "group", "key"):
-            mine = getattr(self, name)
-            setattr(self, name, None)
-            setattr(self, name, np.concatenate([mine, getattr(other, name)]))
-            del mine
+            setattr(self, name, np.concatenate([getattr(self, name), getattr(other, name)]))
         return self
 
     def retain(self, mask):
         """Keep only the constraints where mask is True, in place and an array at a time (as
         `extend`: pruning a large cache then costs one array more, not a second cache)."""
         keep = np.flatnonzero(mask)
-        lengths = np.diff(self.tptr)[keep]
-        tptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        terms = (np.repeat(self.tptr[keep], lengths)
-                 + np.arange(tptr[-1]) - np.repeat(tptr[:-1], lengths)).astype(np.int64)
-        self.tptr = tptr
+        self.tptr, terms = self._kept_terms(keep)
         for name in ("term_row", "term_scale", "term_offset", "term_bias"):
             setattr(self, name, getattr(self, name)[terms])
         del terms
@@ -106,13 +98,18 @@ class Constraints:
             setattr(self, name, getattr(self, name)[keep])
         return self
 
-    def select(self, mask):
-        """The constraints where mask is True, in order."""
-        keep = np.flatnonzero(mask)
+    def _kept_terms(self, keep):
+        """(tptr, term indices) of the constraints `keep`, in order."""
         lengths = np.diff(self.tptr)[keep]
         tptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
         terms = (np.repeat(self.tptr[keep], lengths)
                  + np.arange(tptr[-1]) - np.repeat(tptr[:-1], lengths)).astype(np.int64)
+        return tptr, terms
+
+    def select(self, mask):
+        """The constraints where mask is True, in order."""
+        keep = np.flatnonzero(mask)
+        tptr, terms = self._kept_terms(keep)
         return Constraints(tptr, self.term_row[terms], self.term_scale[terms],
                            self.term_offset[terms], self.term_bias[terms], self.margin[keep],
                            self.group[keep], self.key[keep])
