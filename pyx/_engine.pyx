@@ -89,7 +89,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, NAN, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 from _cs_threshold cimport cs_threshold
 from _sparse cimport rand_below, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
@@ -273,9 +273,12 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
     Returns (shared, slot, offsets, off_start, n_off, row, bias): per group whether it is shared-row,
     its first entry in `offsets` (the distinct offsets of the shared-row groups, group after group,
     ascending), their number, its row and bias flag; per term of a shared-row group its offset's
-    index among its group's (int32). indptr None: the one-row layout, where no group takes this
-    path. `order` lists the constraints group by group (None: they are in that order already). One
-    pass over the terms, group by group, with a sort of each group's offsets."""
+    index among its group's (int32; empty when no group is shared-row). indptr None: the one-row
+    layout, where no group takes this path. `order` lists the constraints group by group (None: they
+    are in that order already). One pass over the terms, group by group, with a sort of each group's
+    offsets, and a second over the shared-row groups' terms for their slots. Nothing of the size of
+    the terms is allocated unless some group is shared-row: a sequence cache's groups never are, and
+    two arrays over its terms were the peak of a UD English EWT solve (24 MB)."""
     n_groups = gsize.shape[0]
     n = tptr.shape[0] - 1
     n_terms = int(tptr[n]) if n >= 0 else 0
@@ -292,8 +295,6 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
     gterms = np.bincount(group, weights=np.diff(tptr), minlength=n_groups)
     buf = np.empty(max(int(gterms.max()), 1), dtype=np.int64)
     pairs = np.empty(buf.shape[0] * 2, dtype=np.int64)
-    slot = np.zeros(n_terms, dtype=np.int32)
-    offsets = np.empty(n_terms, dtype=np.int64)
     tb = np.ascontiguousarray(np.asarray(term_bias, dtype=bool) & bool(has_bias)).view(np.uint8)
     toff = np.ascontiguousarray(term_offset, dtype=np.int64)
     last = _row_last_columns(indptr, indices32)
@@ -302,14 +303,19 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
     cdef const int64_t[::1] tptr_v = tptr, row_v = term_row, toff_v = toff, last_v = last
     cdef const int64_t[::1] gsize_v = gsize, gstart_v = gstart
     cdef const uint8_t[::1] tb_v = tb
-    cdef int64_t[::1] buf_v = buf, offs_v = offsets, ostart_v = off_start, noff_v = n_off
+    cdef int64_t[::1] buf_v = buf, ostart_v = off_start, noff_v = n_off
     cdef int64_t[::1] rrow_v = rep_row
-    cdef int32_t[::1] slot_v = slot
     cdef uint8_t[::1] sh_v = shared.view(np.uint8), rb_v = rep_bias.view(np.uint8)
     cdef ResOff* ro = <ResOff*> cnp.PyArray_DATA(pairs)
+    # the distinct offsets of the shared-row groups, in a buffer that grows as they are found
+    cdef int64_t room = 1024
+    cdef int64_t* obuf = <int64_t*> malloc(room * sizeof(int64_t))
+    cdef int64_t* grown
+    if obuf == NULL:
+        raise MemoryError("cannot allocate the shared-row offsets")
     cdef int64_t g, k, c, t, nt, nd, i, lo, hi, mid, r0, reach, out = 0, n_g = n_groups
     cdef uint8_t b0
-    cdef bint ok
+    cdef bint ok, failed = False
     with nogil:
         for g in range(n_g):
             if gsize_v[g] < 2:
@@ -360,28 +366,53 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
                         break
             if not ok:
                 continue
+            if out + nd > room:
+                room = max(2 * room, out + nd)
+                grown = <int64_t*> realloc(obuf, room * sizeof(int64_t))
+                if grown == NULL:
+                    failed = True
+                    break
+                obuf = grown
             sh_v[g] = 1
             rrow_v[g] = r0
             rb_v[g] = b0
             ostart_v[g] = out
             noff_v[g] = nd
             for i in range(nd):
-                offs_v[out + i] = buf_v[i]
-            # each term's slot: a binary search among the distinct offsets
-            for k in range(gstart_v[g], gstart_v[g] + gsize_v[g]):
-                c = ord_v[k]
-                for t in range(tptr_v[c], tptr_v[c + 1]):
-                    lo = 0
-                    hi = nd - 1
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        if offs_v[out + mid] < toff_v[t]:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    slot_v[t] = <int32_t>lo
+                obuf[out + i] = buf_v[i]
             out += nd
-    return shared, slot, offsets[:out].copy(), off_start, n_off, rep_row, rep_bias
+    if failed:
+        free(obuf)
+        raise MemoryError("cannot allocate the shared-row offsets")
+    offsets = np.empty(out, dtype=np.int64)
+    cdef int64_t[::1] offs_v = offsets
+    for i in range(out):
+        offs_v[i] = obuf[i]
+    free(obuf)
+    # each shared-row term's slot: a binary search among its group's distinct offsets
+    slot = np.zeros(n_terms if out else 0, dtype=np.int32)
+    cdef int32_t[::1] slot_v = slot
+    cdef int64_t base
+    if out:
+        with nogil:
+            for g in range(n_g):
+                if not sh_v[g]:
+                    continue
+                base = ostart_v[g]
+                nd = noff_v[g]
+                for k in range(gstart_v[g], gstart_v[g] + gsize_v[g]):
+                    c = ord_v[k]
+                    for t in range(tptr_v[c], tptr_v[c + 1]):
+                        lo = 0
+                        hi = nd - 1
+                        while lo < hi:
+                            mid = (lo + hi) // 2
+                            if offs_v[base + mid] < toff_v[t]:
+                                lo = mid + 1
+                            else:
+                                hi = mid
+                        slot_v[t] = <int32_t>lo
+    return shared, slot, offsets, off_start, n_off, rep_row, rep_bias
 
 
 # A shared-row visit makes passes over its group until the group's violation falls below _TOL times
@@ -485,7 +516,6 @@ cdef class DualCD:
         self.scratch = NULL
         self.ids = NULL
         self.gbuf = NULL
-        self.tslot = NULL
         self.soffs = NULL
         self.sbuf = NULL
         self.cbuf = NULL
@@ -508,7 +538,6 @@ cdef class DualCD:
         free(self.scratch)
         free(self.ids)
         free(self.gbuf)
-        free(self.tslot)
         free(self.soffs)
         free(self.sbuf)
         free(self.cbuf)
@@ -688,7 +717,9 @@ cdef class DualCD:
         self.n_shared = int(np.count_nonzero(shared))
         if self.n_shared:
             n_slot = max(int(n_off.max()), 1)
-            self.tslot = <int32_t*> malloc(max(n_terms, 1) * sizeof(int32_t))
+            # the slots are this engine's own (a fresh array, reordered with the terms)
+            self._keep = self._keep + (slot,)
+            self.tslot = <int32_t*> cnp.PyArray_DATA(slot)
             self.soffs = <int64_t*> malloc(max(soffs.shape[0], 1) * sizeof(int64_t))
             self.sbuf = <double*> malloc(n_slot * sizeof(double))
             self.cbuf = <double*> malloc(n_slot * sizeof(double))
@@ -697,7 +728,7 @@ cdef class DualCD:
             self.dbuf = <double*> malloc(n_slot * sizeof(double))
             self.xbuf = <double*> malloc((n_slot + 1) * sizeof(double))
             self.jslot = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
-            if (self.tslot == NULL or self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
+            if (self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
                     or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL
                     or self.jslot == NULL):
                 raise MemoryError("cannot allocate the constraint cache")
@@ -724,10 +755,9 @@ cdef class DualCD:
         cdef const double[:, ::1] kinds_v = kinds
         cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group, sq_v = sqnorm
         cdef const uint8_t[::1] shared_v = shared.view(np.uint8), rbias_v = rep_bias.view(np.uint8)
-        cdef const int32_t[::1] slot_v = slot
         cdef const int64_t[::1] group_v = group
         cdef const int64_t[::1] soffs_v = soffs, ostart_v = off_start, noff_v = n_off, rrow_v = rep_row
-        cdef int64_t k, c, g, t, r, n_c = n, n_g = n_groups, n_t = n_terms, sbias = stride * n_cols
+        cdef int64_t k, c, g, t, r, n_c = n, n_g = n_groups, sbias = stride * n_cols
         cdef bint nonzero
         with nogil:
             for k in range(kinds_v.shape[0]):
@@ -774,8 +804,6 @@ cdef class DualCD:
                                                  self.grp[g].row_start + self.grp[g].row_nnz,
                                                  self.bias, self.grp[g].bias_col)
             if self.n_shared:
-                for t in range(n_t):
-                    self.tslot[t] = slot_v[t]
                 for t in range(soffs_v.shape[0]):
                     self.soffs[t] = soffs_v[t]
                 for g in range(n_g):

@@ -22,7 +22,7 @@ is the stopping rule (the b' beta and |w|^2 terms cancel).
 
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.math cimport fabs, INFINITY
 from libc.string cimport memcmp, memcpy
 
@@ -30,8 +30,13 @@ from _sparse cimport mix64
 
 cnp.import_array()
 
+# column indices of CSR rows: the reader's int64, or the int32 of a store that keeps them so
+ctypedef fused column_t:
+    int32_t
+    int64_t
 
-def accumulate_plane(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+
+def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
                      int64_t n_cols, const int64_t[::1] tptr, const int64_t[::1] term_row,
                      const double[::1] term_scale, const int64_t[::1] term_offset, term_bias,
                      const double[::1] weight, double bias, bint use_bias, int64_t stride,

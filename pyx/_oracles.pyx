@@ -25,10 +25,15 @@ import numpy as np
 cimport cython
 cimport numpy as cnp
 from libc.math cimport INFINITY, exp2, log2
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport qsort
 
 cnp.import_array()
+
+# column indices of CSR rows: the reader's int64, or the int32 of a store that keeps them so
+ctypedef fused column_t:
+    int32_t
+    int64_t
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -115,15 +120,18 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     w[j * K : j * K + K], the bias weights w[n_cols * K : n_cols * K + K]; one pass over a row reads
     them contiguously.
 
-    CSR rows (indptr, indices int64, data float64); columns outside [0, n_cols) are ignored (a test file
-    may have features the model never saw). w must hold at least K * width weights (a sequence model's
-    transitions may follow).
+    CSR rows (indptr, indices int64 or int32, data float64); columns outside [0, n_cols) are
+    ignored (a test file may have features the model never saw). w must hold at least K * width
+    weights (a sequence model's transitions may follow).
     """
     if n_cols < 0:
         raise ValueError(f"n_cols must be >= 0, got {n_cols}")
     if K < 1:
         raise ValueError(f"K must be >= 1, got {K}")
-    ind_a = _array(indices, np.int64, 1, "indices")
+    if isinstance(indices, np.ndarray) and indices.dtype == np.int32 and indices.ndim == 1:
+        ind_a = np.ascontiguousarray(indices)       # read in place (a sequence problem's store)
+    else:
+        ind_a = _array(indices, np.int64, 1, "indices")
     dat_a = _array(data, np.float64, 1, "data")
     if ind_a.shape[0] != dat_a.shape[0]:
         raise ValueError(f"indices has {ind_a.shape[0]} entries but data has {dat_a.shape[0]}")
@@ -132,14 +140,15 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     cdef int64_t width = n_cols + (1 if has_bias else 0)
     if w_a.shape[0] < K * width:
         raise ValueError(f"w has {w_a.shape[0]} weights, fewer than K * width = {K} * {width}")
+    out = np.zeros((ptr_a.shape[0] - 1, K), dtype=np.float64)
+    _block_scores(ptr_a, ind_a, dat_a, w_a, out, n_cols, K, width, bias, has_bias, feature_major)
+    return out
 
-    cdef const int64_t[::1] ip = ptr_a
-    cdef const int64_t[::1] ind = ind_a
-    cdef const double[::1] val = dat_a
-    cdef const double[::1] wv = w_a
+
+def _block_scores(const int64_t[::1] ip, const column_t[::1] ind, const double[::1] val,
+                  const double[::1] wv, double[:, ::1] S, int64_t n_cols, int64_t K,
+                  int64_t width, double bias, bint has_bias, bint feature_major):
     cdef int64_t n = ip.shape[0] - 1
-    out = np.zeros((n, K), dtype=np.float64)
-    cdef double[:, ::1] S = out
     cdef int64_t i, p, j, k
     cdef double v
     # weight of feature j (or the bias, j = n_cols) in class k: wv[j * sj + k * sk]
@@ -156,7 +165,6 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
             if has_bias:
                 for k in range(K):
                     S[i, k] += wv[n_cols * sj + k * sk] * bias
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------

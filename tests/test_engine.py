@@ -511,6 +511,26 @@ def test_shared_row_groups_take_the_fast_path_and_reach_the_optimum():
         assert sol.primal == pytest.approx(primal(c, sol.w), rel=1e-12, abs=1e-12)
         sums = np.bincount(c.group, weights=sol.alpha)
         assert np.all(sol.alpha >= 0) and np.all(sums <= c.C_group * (1 + 1e-12))
+    # the shared-row groups' offsets and each of their terms' slot among them
+    from svmtrain._engine import _shared_row_groups
+    e = c.engine()
+    gsize = np.bincount(c.group, minlength=len(c.C_group)).astype(np.int64)
+    shared, slot, offsets, start, n_off, rows, _ = _shared_row_groups(
+        c.indptr, c.indices.astype(np.int32), c.tptr, c.term_row, np.asarray(c.term_offset),
+        c.term_bias, c.group, gsize, 4, True, 1, np.argsort(c.group, kind="stable"))
+    assert shared.sum() == e.n_shared_groups == 12 and len(slot) == c.n_terms
+    for g in np.flatnonzero(shared):
+        own = offsets[start[g]:start[g] + n_off[g]]
+        terms = np.concatenate([np.arange(c.tptr[k], c.tptr[k + 1]) for k in np.flatnonzero(c.group == g)])
+        assert np.array_equal(own, np.unique(c.term_offset[terms]))
+        assert np.array_equal(own[slot[terms]], c.term_offset[terms])
+    # without a shared-row group nothing the size of the terms is made (a sequence cache)
+    alone = c.group >= 12
+    none = _shared_row_groups(c.indptr, c.indices.astype(np.int32), c.tptr, c.term_row,
+                              np.asarray(c.term_offset), c.term_bias, np.where(alone, c.group, 12),
+                              np.bincount(np.where(alone, c.group, 12), minlength=15).astype(np.int64),
+                              4, True, 1, None)
+    assert not none[0].any() and len(none[1]) == 0 and len(none[2]) == 0
     # the bias flag matters only with a bias: without one, group 13 is shared-row as well
     c.bias = None
     assert c.engine().n_shared_groups == 13

@@ -67,6 +67,13 @@ def test_accumulate_plane_and_gram_row_match_dense_arithmetic():
                              stride, dense, mark, touched)
     assert np.allclose(dense, expect, rtol=1e-15, atol=1e-15)
     assert set(touched[:count].tolist()) >= set(np.flatnonzero(expect).tolist())
+    # int32 columns (a sequence store's) give the same plane, in the same order
+    dense32, mark32, touched32 = np.zeros(n_w), np.zeros(n_w, np.uint8), np.empty(n_w, np.int64)
+    count32 = accumulate_plane(indptr, indices.astype(np.int32), values, n_cols, cons.tptr,
+                               cons.term_row, cons.term_scale, cons.term_offset, cons.term_bias,
+                               weight, bias, True, stride, dense32, mark32, touched32)
+    assert count32 == count and dense32.tobytes() == dense.tobytes()
+    assert np.array_equal(touched32[:count], touched[:count])
     cols = np.sort(touched[:count])
     others = [np.flatnonzero(v).astype(np.int64) for v in rng.standard_normal((3, n_w))]
     vals = [rng.standard_normal(len(c)) for c in others]

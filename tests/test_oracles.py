@@ -44,6 +44,10 @@ def test_block_scores_matches_dense_product_and_ignores_extra_columns(has_bias, 
     F = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, fm, n_cols, K,
                      bias, has_bias, True)
     np.testing.assert_allclose(F, expect, rtol=1e-12, atol=1e-12)
+    # int32 columns (a store that keeps them so) are read as they are, to the same bits
+    F32 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data, fm, n_cols, K,
+                       bias, has_bias, True)
+    assert F32.tobytes() == F.tobytes()
 
 
 def test_block_scores_on_a_block_whose_pointers_do_not_start_at_zero():

@@ -126,9 +126,45 @@ def test_a_cache_extended_and_pruned_in_place_is_the_one_concatenated_and_select
     grown = Constraints(*(getattr(a, n).copy() for n in names)).extend(b)
     for n in names:
         assert np.array_equal(getattr(grown, n), getattr(joined, n)), n
-    mask = rng.random(joined.size) < 0.6
-    kept = joined.select(mask)
-    grown.retain(mask)
-    for n in names:
-        assert np.array_equal(getattr(grown, n), getattr(kept, n)), n
     assert Constraints.empty().extend(a).size == a.size
+
+    def by_hand(c, mask):      # the kept constraints' terms, one constraint at a time
+        keep = np.flatnonzero(mask)
+        spans = [np.arange(c.tptr[k], c.tptr[k + 1]) for k in keep]
+        terms = np.concatenate(spans + [np.zeros(0, np.int64)])
+        lengths = [len(s) for s in spans]
+        return {"tptr": np.concatenate(([0], np.cumsum(lengths))),
+                **{n: getattr(c, n)[terms] for n in names[1:5]},
+                **{n: getattr(c, n)[keep] for n in names[5:]}}
+    for mask in (rng.random(joined.size) < 0.6, np.ones(joined.size, bool),
+                 np.zeros(joined.size, bool)):
+        expect = by_hand(joined, mask)
+        kept = joined.select(mask)
+        pruned = Constraints(*(getattr(joined, n).copy() for n in names)).retain(mask)
+        for n in names:
+            assert np.array_equal(getattr(kept, n), expect[n]), n
+            assert np.array_equal(getattr(pruned, n), expect[n]), n
+        assert pruned.tptr.dtype == np.int64 and kept.size == pruned.size == mask.sum()
+
+
+def test_the_sequence_store_holds_the_rows_once_with_int32_columns():
+    """The training rows and the row store are one set of arrays, the store's columns int32 (the
+    engine, the oracle and the plane builder read them in place); a model trained from them is
+    the model of int64 columns, bit for bit."""
+    block = data.load(str(CONLL))
+    task = task_class("sequence").from_training_data(block, str(CONLL), {})
+    geometry = Geometry(block.n_features)
+    columns = block.indices.copy()
+    problem = task.problem(block, str(CONLL), 0.1, geometry)
+    assert problem.indices.dtype == np.int32
+    assert np.shares_memory(block.indices, problem.indices)
+    assert np.shares_memory(block.data, problem.data)
+    assert np.array_equal(block.indices, columns) and problem.indices[-1] == 0   # the unit row
+    w = np.random.default_rng(3).normal(size=task.n_weights(geometry))
+    narrow_value, narrow = task.worst_offenders(w, problem, block)
+    block.indices = columns             # the reader's int64 columns, the same values
+    problem.indices = problem.indices.astype(np.int64)
+    wide_value, wide = task.worst_offenders(w, problem, block)
+    assert np.array_equal(narrow_value, wide_value)
+    for name in ("tptr", "term_row", "term_scale", "term_offset", "term_bias", "margin", "key"):
+        assert np.array_equal(getattr(narrow, name), getattr(wide, name)), name

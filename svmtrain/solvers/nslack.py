@@ -187,10 +187,9 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
             inner_eps = max(inner_eps / 10, epsilon / 10)
         else:
             engine_cache = None        # (it names the cache's arrays, which extend lets go)
-            new = worst.select(add)
-            del worst, H               # (the oracle's constraints for every example)
-            cache.extend(new)
-            del new
+            del H
+            cache.extend(worst.retain(add))   # (pruned in place: never held twice)
+            del worst
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
             sqnorm = np.concatenate([sqnorm, np.full(int(add.sum()), np.nan)])

@@ -89,30 +89,33 @@ class Constraints:
     def retain(self, mask):
         """Keep only the constraints where mask is True, in place and an array at a time (as
         `extend`: pruning a large cache then costs one array more, not a second cache)."""
-        keep = np.flatnonzero(mask)
-        self.tptr, terms = self._kept_terms(keep)
+        mask = np.asarray(mask, bool)
+        if mask.all():
+            return self
+        self.tptr, terms = self._kept_terms(mask)
         for name in ("term_row", "term_scale", "term_offset", "term_bias"):
             setattr(self, name, getattr(self, name)[terms])
         del terms
         for name in ("margin", "group", "key"):
-            setattr(self, name, getattr(self, name)[keep])
+            setattr(self, name, getattr(self, name)[mask])
         return self
 
-    def _kept_terms(self, keep):
-        """(tptr, term indices) of the constraints `keep`, in order."""
-        lengths = np.diff(self.tptr)[keep]
-        tptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        terms = (np.repeat(self.tptr[keep], lengths)
-                 + np.arange(tptr[-1]) - np.repeat(tptr[:-1], lengths)).astype(np.int64)
-        return tptr, terms
+    def _kept_terms(self, mask):
+        """(tptr, term mask) of the constraints where mask is True: a byte a term, not the int64
+        term index and its three temporaries (32 bytes a term: on an n-slack round of UD English
+        EWT, the size of the cache's new constraints again)."""
+        lengths = np.diff(self.tptr)
+        tptr = np.zeros(int(np.count_nonzero(mask)) + 1, np.int64)
+        np.cumsum(lengths[mask], out=tptr[1:])
+        return tptr, np.repeat(mask, lengths)
 
     def select(self, mask):
         """The constraints where mask is True, in order."""
-        keep = np.flatnonzero(mask)
-        tptr, terms = self._kept_terms(keep)
+        mask = np.asarray(mask, bool)
+        tptr, terms = self._kept_terms(mask)
         return Constraints(tptr, self.term_row[terms], self.term_scale[terms],
-                           self.term_offset[terms], self.term_bias[terms], self.margin[keep],
-                           self.group[keep], self.key[keep])
+                           self.term_offset[terms], self.term_bias[terms], self.margin[mask],
+                           self.group[mask], self.key[mask])
 
 
 @dataclass
