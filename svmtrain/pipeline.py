@@ -500,6 +500,7 @@ def _accumulate(acc, task, path, zero_based, show):
             blocks = prepare(blocks)
         for block in data.whole_examples(blocks, task.grouping):
             acc.add(block)
+            del block               # not held while the next block is read
             if interrupt.requested():
                 return False
     return True

@@ -189,6 +189,43 @@ def test_row_store_compaction_keeps_rows():
     assert store.data.tolist() == [3.0, 4.0, 5.0, 6.0] and store.refs.tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("piece", [1, 7, 1 << 20])
+def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(monkeypatch, piece):
+    """The kept rows move down in place (a piece of non-zeros at a time), the same rows in the
+    same order as a fresh store of them; the arrays are then cut to the rows and the spare,
+    except one a block still refers to, which stays whole and unharmed."""
+    from svmtrain.solvers import online
+    monkeypatch.setattr(online, "COMPACT_PIECE", piece)
+    monkeypatch.setattr(online, "STORE_SPARE", (5, 20))
+    rng = np.random.default_rng(piece)
+    n = 300
+    lengths = rng.integers(0, 9, n)
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    indices = rng.integers(0, 50, int(indptr[-1]))
+    vals = rng.normal(size=int(indptr[-1]))
+    for held in (False, True):
+        store = RowStore()
+        ids = store.add(indptr, indices, vals, np.arange(n))
+        term_row = rng.choice(ids, 120)
+        store.hold(term_row)
+        view = store.data if held else None
+        before = view.copy() if held else None
+        renumbered = store.compact(term_row, force=True)
+        live = np.unique(term_row)
+        fresh = RowStore()
+        fresh.add(indptr, indices, vals, live)
+        assert store.indptr.tolist() == fresh.indptr.tolist()
+        assert store.indices.tolist() == fresh.indices.tolist() and store.data.tolist() == fresh.data.tolist()
+        assert np.array_equal(live[renumbered], term_row)           # each term on its own row again
+        assert store.refs.tolist() == np.bincount(renumbered, minlength=len(live)).tolist()
+        spare_rows, spare_nnz = online.STORE_SPARE
+        assert len(store._indptr) == store.n_rows + 1 + spare_rows
+        if held:        # a view of the old array: not cut under it (its leading rows moved)
+            assert len(store._data) == len(before) and len(view) == len(before)
+        else:
+            assert len(store._data) == len(store._indices) == store.nnz + spare_nnz
+
+
 def test_features_appearing_late_widen_w(runner, tmp_path):
     """Columns first met in a late chunk (and a bias) give the batch problem's optimum."""
     rng = np.random.default_rng(1)
