@@ -647,12 +647,21 @@ class OnlineDual:
         new = Geometry(n_cols, old.bias)
         blocks = self.task.n_weights(Geometry(old.n_cols + 1, old.bias)) - self.task.n_weights(old)
         tail = len(self.w) - blocks * old.width
-        flat = np.asarray(self.task.model_weights(self.w, old), np.float64).ravel()
-        head = flat[:blocks * old.width].reshape(blocks, old.width)
-        wide = np.zeros((blocks, new.width))
-        wide[:, :old.n_cols] = head[:, :old.n_cols]
-        wide[:, new.n_cols:] = head[:, old.n_cols:]            # the bias weight, if any
-        self.w = self.task.solver_weights(np.concatenate([wide.ravel(), flat[blocks * old.width:]]))
+        if not self.w.any():
+            # zeros in any layout (the first window's widening: sector's w, 46 MB, was built
+            # three times over at the peak of a one-pass run)
+            self.w = np.zeros(self.task.n_weights(new))
+        else:
+            flat = np.asarray(self.task.model_weights(self.w, old), np.float64).ravel()
+            self.w = None
+            head = flat[:blocks * old.width].reshape(blocks, old.width)
+            widened = np.zeros(blocks * new.width + len(flat) - blocks * old.width)
+            wide = widened[:blocks * new.width].reshape(blocks, new.width)
+            wide[:, :old.n_cols] = head[:, :old.n_cols]
+            wide[:, new.n_cols:] = head[:, old.n_cols:]        # the bias weight, if any
+            widened[blocks * new.width:] = flat[blocks * old.width:]
+            del flat, head, wide
+            self.w = self.task.solver_weights(widened)
         assert len(self.w) == self.task.n_weights(new) and tail >= 0
         # terms past the blocks (sequence transitions) move with the blocks' end
         t = self.cache.cons
