@@ -99,6 +99,16 @@ cnp.import_array()
 
 # A constraint's length (row nonzeros, or terms in the terms layout) and the row of `kinds` holding its
 # (scale, margin, C): one 8-byte slot.
+# a constraint term's row and offset: int64, or the int32 of a cache that keeps them so (sequence)
+ctypedef fused row_t:
+    int32_t
+    int64_t
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+
 cdef struct NnzKind:
     int32_t nnz
     int32_t kind
@@ -218,7 +228,12 @@ def _kind_table(scale, margin, C, int64_t few=16):
     return table[:m].view(np.float64), index
 
 
-def _furthest_reach(const int64_t[::1] last, const int64_t[::1] term_row, const int64_t[:] term_offset,
+def _term_dtype(a):
+    """int32 for an int32 array of term rows or offsets (read in place), else int64."""
+    return np.int32 if isinstance(a, np.ndarray) and a.dtype == np.int32 else np.int64
+
+
+def _furthest_reach(const int64_t[::1] last, const row_t[:] term_row, const offset_t[:] term_offset,
                     const uint8_t[:] term_bias, bint has_bias, int64_t n_cols, int64_t stride):
     """The largest column of w a term touches: o_t + stride * (its row's last column, or n_cols for
     the bias feature, which lies beyond every column); -1 without terms. One pass, no temporaries
@@ -265,8 +280,9 @@ cdef int _cmp_resoff(const void* a, const void* b) noexcept nogil:
     return (x.off > y.off) - (x.off < y.off)
 
 
-def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias, group, gsize,
-                       int64_t n_cols, bint has_bias, int64_t stride=1, order=None):
+def _shared_row_groups(indptr, indices32, tptr, const row_t[:] term_row, const offset_t[:] term_offset,
+                       term_bias, group, gsize, int64_t n_cols, bint has_bias, int64_t stride=1,
+                       order=None):
     """The groups of two constraints or more whose terms all place one row, with one bias flag, at
     offsets far enough apart that the shifted rows do not overlap (multiclass: an example's group).
 
@@ -296,11 +312,10 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
     buf = np.empty(max(int(gterms.max()), 1), dtype=np.int64)
     pairs = np.empty(buf.shape[0] * 2, dtype=np.int64)
     tb = np.ascontiguousarray(np.asarray(term_bias, dtype=bool) & bool(has_bias)).view(np.uint8)
-    toff = np.ascontiguousarray(term_offset, dtype=np.int64)
     last = _row_last_columns(indptr, indices32)
     gstart = np.cumsum(gsize) - gsize
     cdef const int64_t[::1] ord_v = np.ascontiguousarray(order, dtype=np.int64)
-    cdef const int64_t[::1] tptr_v = tptr, row_v = term_row, toff_v = toff, last_v = last
+    cdef const int64_t[::1] tptr_v = tptr, last_v = last
     cdef const int64_t[::1] gsize_v = gsize, gstart_v = gstart
     cdef const uint8_t[::1] tb_v = tb
     cdef int64_t[::1] buf_v = buf, ostart_v = off_start, noff_v = n_off
@@ -328,12 +343,12 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
                 c = ord_v[k]
                 for t in range(tptr_v[c], tptr_v[c + 1]):
                     if nt == 0:
-                        r0 = row_v[t]
+                        r0 = term_row[t]
                         b0 = tb_v[t]
-                    elif row_v[t] != r0 or tb_v[t] != b0:
+                    elif term_row[t] != r0 or tb_v[t] != b0:
                         ok = False
                         break
-                    buf_v[nt] = toff_v[t]
+                    buf_v[nt] = term_offset[t]
                     nt += 1
                 if not ok:
                     break
@@ -407,7 +422,7 @@ def _shared_row_groups(indptr, indices32, tptr, term_row, term_offset, term_bias
                         hi = nd - 1
                         while lo < hi:
                             mid = (lo + hi) // 2
-                            if offs_v[base + mid] < toff_v[t]:
+                            if offs_v[base + mid] < term_offset[t]:
                                 lo = mid + 1
                             else:
                                 hi = mid
@@ -453,6 +468,8 @@ cdef class DualCD:
     cdef const int64_t* rptr      # the row store's indptr
     cdef int64_t* t_row
     cdef int64_t* t_off
+    cdef const int32_t* t_row32   # int32 term rows / offsets read in place (then t_row / t_off
+    cdef const int32_t* t_off32   # are NULL): a sequence cache keeps them so
     cdef double* t_scale
     cdef uint8_t* t_bias
     cdef int32_t t_bias_col       # stride * n_cols when the model has a bias feature, else -1
@@ -575,9 +592,10 @@ cdef class DualCD:
             indices = np.ascontiguousarray(indices, dtype=np.int64)
         data = np.ascontiguousarray(data, dtype=np.float64)
         tptr = np.ascontiguousarray(tptr, dtype=np.int64)
-        term_row = np.ascontiguousarray(term_row, dtype=np.int64)
+        # term rows and offsets: int64, or int32 read in place (a sequence cache's)
+        term_row = np.ascontiguousarray(term_row, dtype=_term_dtype(term_row))
         term_scale = np.ascontiguousarray(term_scale, dtype=np.float64)
-        term_offset = np.asarray(term_offset, dtype=np.int64)   # may be a broadcast view (one_term)
+        term_offset = np.asarray(term_offset, dtype=_term_dtype(term_offset))   # may be a broadcast view
         term_bias = np.asarray(term_bias, dtype=bool)
         margin = np.ascontiguousarray(margin, dtype=np.float64)
         group = np.ascontiguousarray(group, dtype=np.int64)
@@ -740,16 +758,26 @@ cdef class DualCD:
             term_offset = np.ascontiguousarray(term_offset)
             term_bias = np.ascontiguousarray(term_bias).view(np.uint8)
             if self.n_shared:         # reordered in place by _mark_crammer_singer: our own copies
-                term_row, term_offset = term_row.copy(), term_offset.copy()
+                term_row, term_offset = term_row.astype(np.int64), term_offset.astype(np.int64)
                 term_scale, term_bias = term_scale.copy(), term_bias.copy()
             self._keep = self._keep + (indptr, term_row, term_offset, term_scale, term_bias)
             self.rptr = <const int64_t*> cnp.PyArray_DATA(indptr)
-            self.t_row = <int64_t*> cnp.PyArray_DATA(term_row)
-            self.t_off = <int64_t*> cnp.PyArray_DATA(term_offset)
+            self.t_row = self.t_off = NULL
+            self.t_row32 = self.t_off32 = NULL
+            if term_row.dtype == np.int32:
+                self.t_row32 = <const int32_t*> cnp.PyArray_DATA(term_row)
+            else:
+                self.t_row = <int64_t*> cnp.PyArray_DATA(term_row)
+            if term_offset.dtype == np.int32:
+                self.t_off32 = <const int32_t*> cnp.PyArray_DATA(term_offset)
+            else:
+                self.t_off = <int64_t*> cnp.PyArray_DATA(term_offset)
             self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
             self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
-        cdef const int64_t[::1] order_v = order, row_v = term_row, gsize_v = gsize, gstart_v = gstart
+        cdef const int64_t[::1] order_v = order, gsize_v = gsize, gstart_v = gstart
+        cdef const int64_t[::1] row_v = (np.ascontiguousarray(term_row, dtype=np.int64) if one_row
+                                         else np.zeros(1, np.int64))   # (the one-row layout's rows)
         cdef const int64_t[::1] ptr_v = indptr, tptr_v = tptr
         cdef const int32_t[::1] kind_v = kind
         cdef const double[:, ::1] kinds_v = kinds
@@ -843,10 +871,10 @@ cdef class DualCD:
     cdef inline Term _term(self, int64_t t) noexcept nogil:
         """Term t of the caller's arrays: its row slice, offset, scale and bias column."""
         cdef Term tm
-        cdef int64_t r = self.t_row[t]
+        cdef int64_t r = self.t_row[t] if self.t_row != NULL else self.t_row32[t]
         tm.start = self.rptr[r]
         tm.nnz = <int32_t>(self.rptr[r + 1] - tm.start)
-        tm.offset = self.t_off[t]
+        tm.offset = self.t_off[t] if self.t_off != NULL else self.t_off32[t]
         tm.scale = self.t_scale[t]
         tm.bias_col = self.t_bias_col if self.t_bias[t] else -1
         return tm

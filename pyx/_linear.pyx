@@ -64,10 +64,19 @@ ctypedef fused column_t:
     int32_t
     int64_t
 
+# a constraint term's row and offset: int64, or the int32 of a cache that keeps them so (sequence)
+ctypedef fused row_t:
+    int32_t
+    int64_t
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
 
 def term_dots(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
-              int64_t n_cols, const int64_t[::1] tptr, const int64_t[::1] term_row,
-              const double[::1] term_scale, const int64_t[::1] term_offset, term_bias,
+              int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
+              const double[::1] term_scale, const offset_t[::1] term_offset, term_bias,
               const double[::1] w, double bias, bint use_bias, int64_t stride=1):
     """w . x_c for constraints given as terms (svmtrain.tasks.base.Constraints); a term's bias
     flag counts only when the model has a bias feature (use_bias). A term places column j of its

@@ -356,6 +356,24 @@ def test_int32_columns_are_read_in_place_with_the_same_result(make):
         DualCD(**{**args, "indices": bad})
 
 
+@pytest.mark.parametrize("make", [lambda: random_terms_cache(3, bias=1.0), lambda: strided_terms_cache(3),
+                                  lambda: multiclass_cache(5, n=12, n_cols=4, K=4, C=0.2, bias=1.5)])
+def test_int32_term_rows_and_offsets_give_the_int64_solve(make):
+    """A cache that keeps its terms' rows and offsets as int32 (the sequence task's) is read in
+    place and solved as the int64 one, bit for bit, shared-row groups included; its rows are still
+    checked against the store."""
+    c = make()
+    wide = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
+    for rows, offsets in ((np.int32, np.int32), (np.int32, np.int64), (np.int64, np.int32)):
+        c.term_row, c.term_offset = c.term_row.astype(rows), np.asarray(c.term_offset).astype(offsets)
+        narrow = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
+        assert narrow.w.tobytes() == wide.w.tobytes() and narrow.alpha.tobytes() == wide.alpha.tobytes()
+    bad = c.term_row.copy()
+    bad[0] = len(c.indptr) - 1
+    with pytest.raises(ValueError, match="outside the store"):
+        DualCD(**{**engine_args(c), "term_row": bad})
+
+
 def test_touched_columns_decide_n_w():
     """A unit row (one entry in column 0) may sit at the last column of w, although offset + n_cols
     passes n_w: only the columns a term touches must fit, and the bias column only for terms with it."""

@@ -74,6 +74,14 @@ def test_accumulate_plane_and_gram_row_match_dense_arithmetic():
                                weight, bias, True, stride, dense32, mark32, touched32)
     assert count32 == count and dense32.tobytes() == dense.tobytes()
     assert np.array_equal(touched32[:count], touched[:count])
+    # ... and int32 term rows and offsets (a sequence cache's)
+    dense32[:] = 0.0
+    mark32[:] = 0
+    count32 = accumulate_plane(indptr, indices.astype(np.int32), values, n_cols, cons.tptr,
+                               cons.term_row.astype(np.int32), cons.term_scale,
+                               cons.term_offset.astype(np.int32), cons.term_bias, weight, bias, True,
+                               stride, dense32, mark32, touched32)
+    assert count32 == count and dense32.tobytes() == dense.tobytes()
     cols = np.sort(touched[:count])
     others = [np.flatnonzero(v).astype(np.int64) for v in rng.standard_normal((3, n_w))]
     vals = [rng.standard_normal(len(c)) for c in others]

@@ -162,9 +162,21 @@ def test_the_sequence_store_holds_the_rows_once_with_int32_columns():
     assert np.array_equal(block.indices, columns) and problem.indices[-1] == 0   # the unit row
     w = np.random.default_rng(3).normal(size=task.n_weights(geometry))
     narrow_value, narrow = task.worst_offenders(w, problem, block)
+    assert narrow.term_row.dtype == narrow.term_offset.dtype == np.int32      # 17 bytes a term
+    cache = Constraints.empty().extend(narrow)          # an empty cache takes the terms' types
+    assert cache.term_row.dtype == np.int32 and not np.shares_memory(cache.term_row, narrow.term_row)
+    assert cache.extend(narrow).term_offset.dtype == np.int32
     block.indices = columns             # the reader's int64 columns, the same values
     problem.indices = problem.indices.astype(np.int64)
     wide_value, wide = task.worst_offenders(w, problem, block)
     assert np.array_equal(narrow_value, wide_value)
     for name in ("tptr", "term_row", "term_scale", "term_offset", "term_bias", "margin", "key"):
         assert np.array_equal(getattr(narrow, name), getattr(wide, name)), name
+    from svmtrain._linear import term_dots        # and the terms are read as they are
+    dots = [term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols, c.tptr,
+                      c.term_row, c.term_scale, c.term_offset, c.term_bias,
+                      task.solver_weights(w), 0.0, False, problem.stride)
+            for c in (narrow, Constraints(narrow.tptr, narrow.term_row.astype(np.int64),
+                                          narrow.term_scale, narrow.term_offset.astype(np.int64),
+                                          narrow.term_bias, narrow.margin, narrow.group, narrow.key))]
+    assert dots[0].tobytes() == dots[1].tobytes()

@@ -436,7 +436,7 @@ class RowStore:
         if self.pinned is not None:          # its rows were all kept, in order
             self.pinned = (int(renumber[self.pinned[0]]), self.pinned[1])
         self.moved = renumber if self.moved is None else np.where(self.moved >= 0, renumber[np.maximum(self.moved, 0)], -1)
-        return renumber[term_row]
+        return renumber[term_row].astype(term_row.dtype, copy=False)    # (int32 rows stay int32)
 
 
 def _grown(a, n):
@@ -489,7 +489,7 @@ class Cache:
     @property
     def nbytes(self):
         m, t = self.cons.size, len(self.cons.term_row)
-        return 8 * (m + 1) + 64 * m + 25 * t + self.store.nbytes
+        return 8 * (m + 1) + 64 * m + _term_bytes(self.cons) * t + self.store.nbytes
 
     def keep(self, mask):
         """Keep the constraints where mask is True; release the rows of the others."""
@@ -1339,7 +1339,14 @@ def _kept_bytes(cache, kept):
         first, n = cache.store.pinned
         rows = rows[(rows < first) | (rows >= first + n)]
     nnz = int(np.diff(cache.store.indptr)[rows].sum()) if len(rows) else 0
-    return 8 * (len(kept) + 1) + 64 * len(kept) + 25 * int(lengths.sum()) + 8 * (len(rows) + 1) + 12 * nnz + 8 * len(rows)
+    return (8 * (len(kept) + 1) + 64 * len(kept) + _term_bytes(cache.cons) * int(lengths.sum())
+            + 8 * (len(rows) + 1) + 12 * nnz + 8 * len(rows))
+
+
+def _term_bytes(cons):
+    """Bytes a cached term costs: 25 with int64 rows and offsets, 17 with int32 ones."""
+    return sum(np.dtype(getattr(cons, name).dtype).itemsize
+               for name in ("term_row", "term_scale", "term_offset", "term_bias"))
 
 
 class RowDigest:

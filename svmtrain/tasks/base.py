@@ -24,6 +24,8 @@ from svmtrain.data import DataError
 class Constraints:
     """m constraints: x_c = sum_{t in tptr[c]:tptr[c+1]} term_scale[t] * X[term_row[t]] placed at
     column term_offset[t] (+ the bias feature when term_bias[t]); margin l_c; example `group[c]`.
+    term_row and term_offset are int64, or int32 where a task knows they fit (the sequence task's:
+    a third less memory for the largest caches); every reader takes either, in place.
 
     `key` tells constraints of one example apart (the class, or a hash of the labelling), so that a
     cutting-plane loop never adds the same one twice.
@@ -83,7 +85,9 @@ class Constraints:
             return self
         self.tptr = np.concatenate([self.tptr, other.tptr[1:] + self.tptr[-1]])
         for name in ("term_row", "term_scale", "term_offset", "term_bias", "margin", "group", "key"):
-            setattr(self, name, np.concatenate([getattr(self, name), getattr(other, name)]))
+            mine, theirs = getattr(self, name), getattr(other, name)
+            # an empty cache takes the new terms' types (int32 rows and offsets stay int32)
+            setattr(self, name, np.concatenate([mine, theirs]) if len(mine) else np.array(theirs))
         return self
 
     def retain(self, mask):
