@@ -92,23 +92,13 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport rand_below, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
+from _sparse cimport offset_t, rand_below, row_t, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
 
 # A constraint's length (row nonzeros, or terms in the terms layout) and the row of `kinds` holding its
 # (scale, margin, C): one 8-byte slot.
-# a constraint term's row and offset: int64, or the int32 of a cache that keeps them so (sequence)
-ctypedef fused row_t:
-    int32_t
-    int64_t
-
-ctypedef fused offset_t:
-    int32_t
-    int64_t
-
-
 cdef struct NnzKind:
     int32_t nnz
     int32_t kind

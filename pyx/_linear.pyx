@@ -9,6 +9,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
 
+from _sparse cimport column_t, offset_t, row_t
+
 cnp.import_array()
 
 
@@ -59,19 +61,6 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
     acc[0] = s
     acc[1] = comp
 
-
-ctypedef fused column_t:
-    int32_t
-    int64_t
-
-# a constraint term's row and offset: int64, or the int32 of a cache that keeps them so (sequence)
-ctypedef fused row_t:
-    int32_t
-    int64_t
-
-ctypedef fused offset_t:
-    int32_t
-    int64_t
 
 
 def term_dots(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,

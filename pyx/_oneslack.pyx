@@ -26,23 +26,9 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.math cimport fabs, INFINITY
 from libc.string cimport memcmp, memcpy
 
-from _sparse cimport mix64
+from _sparse cimport column_t, mix64, offset_t, row_t
 
 cnp.import_array()
-
-# column indices of CSR rows: the reader's int64, or the int32 of a store that keeps them so
-ctypedef fused column_t:
-    int32_t
-    int64_t
-
-# a constraint term's row and offset: int64, or the int32 of a cache that keeps them so (sequence)
-ctypedef fused row_t:
-    int32_t
-    int64_t
-
-ctypedef fused offset_t:
-    int32_t
-    int64_t
 
 
 def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,

@@ -28,12 +28,10 @@ from libc.math cimport INFINITY, exp2, log2
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport qsort
 
+from _sparse cimport column_t
+
 cnp.import_array()
 
-# column indices of CSR rows: the reader's int64, or the int32 of a store that keeps them so
-ctypedef fused column_t:
-    int32_t
-    int64_t
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -12,6 +12,21 @@ ctypedef fused index_t:
     int32_t
     int64_t
 
+# The same choice for def functions over arrays (each a type of its own, so that one array may be
+# int32 and another int64): CSR column indices, a constraint term's row, its offset (int32 where a
+# cache keeps them so: the sequence task's).
+ctypedef fused column_t:
+    int32_t
+    int64_t
+
+ctypedef fused row_t:
+    int32_t
+    int64_t
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
 
 cdef inline double row_dot(const double* w, const index_t* ind, const double* val,
                            int64_t start, int64_t end, double bias, int64_t bias_col) noexcept nogil:
