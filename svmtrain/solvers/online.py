@@ -122,7 +122,9 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   and the resume state made only when asked for (a copy of the cache held through the
   certificate pass was then the peak), 217 MB; with the window read into the store part by part,
   203 MB, against n-slack's 197-213 MB (which the same engine and in-place caches took down from
-  307 MB): conll2000 250 MB against 242-247 MB, sector 152 MB against 123 MB.
+  307 MB): conll2000 250 MB against 242-247 MB, sector 152 MB against 123 MB. With the store
+  compacted in place, blocks let go as they are read, and int32 term rows and offsets (which took
+  n-slack to 170 MB as well): UD 173 MB, conll2000 197 MB (n-slack 201 MB), sector 155 MB.
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
@@ -185,9 +187,12 @@ no copy. (Before, the window was held as a block and the store copied the rows t
 UD English EWT in one window, 2.6 of its 3.1 million non-zeros a second time at the peak.) Rows
 beyond the data (the sequence task's unit row of a chunk) and, in a file of several windows, the
 rows of earlier windows still used are copied in; every stored row counts the cached terms on it,
-pruning or eviction releases them, and the store is compacted (live rows moved down, terms
-renumbered) when dead entries outweigh live ones, and when a window is let go (its rows no
-constraint uses go with it). The store keeps int32 columns, which the engine reads in place. A
+pruning or eviction releases them, and the store is compacted (live rows moved down in place,
+terms renumbered, the arrays cut to them by realloc where nothing else refers to them) when dead
+entries outweigh live ones, and when a window is let go (its rows no constraint uses go with it).
+The store keeps int32 columns, which the engine reads in place; a sequence cache keeps its terms'
+rows and offsets as int32 too. A block read from the file is let go before the next is read, by
+every generator on the way (the certificate pass once held three blocks' rows, 60 MB on UD). A
 resume state holds only the rows in use, each with its row in the window, so that a resumed run
 shares them with the window again (`RowStore.saved`). `cache_limit` bounds the cache hard, checked after every chunk's
 additions: in constraints, or in bytes of the cache's arrays and the rows it holds beyond the
