@@ -212,17 +212,17 @@ def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bou
 
 
 cdef object _planes(planes_cols, planes_vals, int64_t m):
-    """The planes' (cols, vals) as int64 / float64 C-contiguous vectors of equal lengths (the
-    arrays themselves where they are already: the solver's), in a list that keeps them alive
-    while their pointers are used."""
+    """The planes' (cols, vals) as int64 or int32 / float64 C-contiguous vectors of equal lengths
+    (the arrays themselves where they are already: the solver's, whose columns are int32), in a
+    list that keeps them alive while their pointers are used."""
     kept = []
     cdef cnp.ndarray c, v
     for k in range(m):
         c, v = planes_cols[k], planes_vals[k]
         if c is None or v is None:
             raise ValueError("a plane is None")
-        if not (cnp.PyArray_TYPE(c) == cnp.NPY_INT64 and cnp.PyArray_NDIM(c) == 1
-                and cnp.PyArray_IS_C_CONTIGUOUS(c)):
+        if not ((cnp.PyArray_TYPE(c) == cnp.NPY_INT64 or cnp.PyArray_TYPE(c) == cnp.NPY_INT32)
+                and cnp.PyArray_NDIM(c) == 1 and cnp.PyArray_IS_C_CONTIGUOUS(c)):
             c = np.ascontiguousarray(c, dtype=np.int64)
         if not (cnp.PyArray_TYPE(v) == cnp.NPY_FLOAT64 and cnp.PyArray_NDIM(v) == 1
                 and cnp.PyArray_IS_C_CONTIGUOUS(v)):
@@ -231,6 +231,13 @@ cdef object _planes(planes_cols, planes_vals, int64_t m):
             raise ValueError("a plane's cols and vals differ in length")
         kept.append((c, v))
     return kept
+
+
+cdef inline int64_t _col(size_t cols, bint narrow, int64_t p) noexcept nogil:
+    """Entry p of a plane's columns (int32 when narrow, else int64)."""
+    if narrow:
+        return (<const int32_t*>cols)[p]
+    return (<const int64_t*>cols)[p]
 
 
 def gram_row(double[::1] dense, planes_cols, planes_vals):
@@ -247,39 +254,49 @@ def gram_row(double[::1] dense, planes_cols, planes_vals):
     cdef double[::1] res = out
     lengths_a = np.zeros(m, np.int64)
     addr_a = np.zeros((m, 2), np.uintp)
+    narrow_a = np.zeros(m, np.uint8)
     cdef int64_t[::1] lengths = lengths_a
     cdef size_t[:, ::1] addr = addr_a
+    cdef unsigned char[::1] narrow = narrow_a
     cdef cnp.ndarray c, v
-    cdef const int64_t* cp
+    cdef size_t cp
+    cdef const int32_t* c32
+    cdef const int64_t* c64
     cdef const double* vp
     cdef double s
     for k in range(m):
         c, v = kept[k]
         length = c.shape[0]
-        cp = <const int64_t*>cnp.PyArray_DATA(c)
+        narrow[k] = cnp.PyArray_TYPE(c) == cnp.NPY_INT32
+        cp = <size_t>cnp.PyArray_DATA(c)
         # columns are sorted (as the solver stores them): the ends bound them all
-        if length and (cp[0] < 0 or cp[length - 1] >= n_w):
+        if length and (_col(cp, narrow[k], 0) < 0 or _col(cp, narrow[k], length - 1) >= n_w):
             raise ValueError("a stored plane reaches beyond w")
         lengths[k] = length
-        addr[k, 0] = <size_t>cp
+        addr[k, 0] = cp
         addr[k, 1] = <size_t>cnp.PyArray_DATA(v)
     with nogil:
         for k in range(m):
-            cp = <const int64_t*>addr[k, 0]
             vp = <const double*>addr[k, 1]
             s = 0.0
-            for p in range(lengths[k]):
-                s += dense[cp[p]] * vp[p]
+            if narrow[k]:
+                c32 = <const int32_t*>addr[k, 0]
+                for p in range(lengths[k]):
+                    s += dense[c32[p]] * vp[p]
+            else:
+                c64 = <const int64_t*>addr[k, 0]
+                for p in range(lengths[k]):
+                    s += dense[c64[p]] * vp[p]
             res[k] = s
     return out
 
 
-cdef inline int64_t _lower_bound(const int64_t* a, int64_t n, int64_t x) noexcept nogil:
+cdef inline int64_t _lower_bound(size_t a, bint narrow, int64_t n, int64_t x) noexcept nogil:
     """The first index p < n with a[p] >= x (a sorted), else n."""
     cdef int64_t lo = 0, hi = n, mid
     while lo < hi:
         mid = (lo + hi) // 2
-        if a[mid] < x:
+        if _col(a, narrow, mid) < x:
             lo = mid + 1
         else:
             hi = mid
@@ -313,37 +330,43 @@ def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touc
     cdef int64_t n_used = len(used)
     lengths_a = np.zeros(n_used, np.int64)
     addr_a = np.zeros((n_used, 2), np.uintp)
+    narrow_a = np.zeros(n_used, np.uint8)
     a_a = weights_a[used] if n_used else np.zeros(0)
     cdef int64_t[::1] lengths = lengths_a
     cdef size_t[:, ::1] addr = addr_a
+    cdef unsigned char[::1] narrow = narrow_a
     cdef const double[::1] a = a_a
     cdef cnp.ndarray c, v
-    cdef const int64_t* cp
+    cdef size_t cp
+    cdef bint nw
     cdef const double* vp
     for k in range(n_used):
         c, v = kept[k]
         lengths[k] = c.shape[0]
+        narrow[k] = cnp.PyArray_TYPE(c) == cnp.NPY_INT32
         addr[k, 0] = <size_t>cnp.PyArray_DATA(c)
         addr[k, 1] = <size_t>cnp.PyArray_DATA(v)
     cdef bint bad = False
     with nogil:
         for k in range(n_used):
-            cp = <const int64_t*>addr[k, 0]
+            cp = addr[k, 0]
+            nw = narrow[k]
             vp = <const double*>addr[k, 1]
             length = lengths[k]
             if not ranged:
                 first, last = 0, length
             else:
                 # the run of sorted columns inside [lo, hi): binary searches for its ends
-                first, last = _lower_bound(cp, length, lo), _lower_bound(cp, length, hi)
+                first, last = _lower_bound(cp, nw, length, lo), _lower_bound(cp, nw, length, hi)
             for p in range(first, last):       # bounds first: the loops below trust them
-                if cp[p] < 0 or cp[p] >= n_w:
+                col = _col(cp, nw, p)
+                if col < 0 or col >= n_w:
                     bad = True
             if bad:
                 break
             if track:
                 for p in range(first, last):
-                    col = cp[p]
+                    col = _col(cp, nw, p)
                     dense[col] += a[k] * vp[p]
                     if not mark[col]:
                         mark[col] = 1
@@ -351,7 +374,7 @@ def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touc
                         n_touched += 1
             else:
                 for p in range(first, last):
-                    dense[cp[p]] += a[k] * vp[p]
+                    dense[_col(cp, nw, p)] += a[k] * vp[p]
     if bad:
         raise ValueError("a plane reaches beyond w")
     return n_touched

@@ -121,10 +121,16 @@ def test_hinge_plane_is_the_sum_over_violated_examples():
         hinge_plane(indptr, indices, values, n_cols, y[:-1], C, w, 0.0, False, dense, mark, touched)
 
 
-def test_scatter_planes_sums_in_order_and_by_column_ranges():
+@pytest.mark.parametrize("column", [np.int64, np.int32, "mixed"])
+def test_scatter_planes_sums_in_order_and_by_column_ranges(column):
+    """... with planes whose columns are int64, int32 (the solver's own) or some of each."""
     rng = np.random.default_rng(5)
     n_w = 50
     cols = [np.sort(rng.choice(n_w, k, replace=False)).astype(np.int64) for k in (5, 20, 0, 33)]
+    if column != "mixed":
+        cols = [c.astype(column) for c in cols]
+    else:
+        cols = [c.astype(np.int32) if k % 2 else c for k, c in enumerate(cols)]
     vals = [rng.standard_normal(len(c)) for c in cols]
     coefs = [0.3, -1.2, 2.0, 0.0]
     expect = np.zeros(n_w)
@@ -143,6 +149,13 @@ def test_scatter_planes_sums_in_order_and_by_column_ranges():
         assert np.array_equal(w, expect)
     with pytest.raises(ValueError):
         scatter_planes(np.zeros(10), none8, none64, 0, cols, vals, coefs)
+    # and their dots with a dense plane: gram_row reads either kind of column the same way
+    dense = rng.standard_normal(n_w)
+    row = gram_row(dense, cols, vals)
+    assert np.allclose(row, [dense[c] @ v for c, v in zip(cols, vals)], rtol=1e-14, atol=0)
+    assert gram_row(dense, [c.astype(np.int64) for c in cols], vals).tobytes() == row.tobytes()
+    with pytest.raises(ValueError):
+        gram_row(np.zeros(10), cols, vals)
 
 
 def test_working_set_keeps_w_equal_to_its_planes_sum():
