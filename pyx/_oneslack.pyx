@@ -303,6 +303,29 @@ cdef inline int64_t _lower_bound(size_t a, bint narrow, int64_t n, int64_t x) no
     return lo
 
 
+cdef inline int64_t _scatter_run(const column_t* cp, const double* vp, double a, int64_t first,
+                                 int64_t last, double* dense, int64_t n_w, unsigned char* mark,
+                                 int64_t* touched, int64_t n_touched) noexcept nogil:
+    """dense[cp[p]] += a * vp[p] for p in [first, last), marking and listing the entries written
+    first when `mark` is given; the new count, or -1 (nothing written) when a column is outside w."""
+    cdef int64_t p, col
+    for p in range(first, last):       # bounds first: the loops below trust them
+        if cp[p] < 0 or cp[p] >= n_w:
+            return -1
+    if mark != NULL:
+        for p in range(first, last):
+            col = cp[p]
+            dense[col] += a * vp[p]
+            if not mark[col]:
+                mark[col] = 1
+                touched[n_touched] = col
+                n_touched += 1
+    else:
+        for p in range(first, last):
+            dense[cp[p]] += a * vp[p]
+    return n_touched
+
+
 def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touched,
                    int64_t n_touched, planes_cols, planes_vals, coefs, int64_t lo=0, int64_t hi=-1):
     """dense += coef_k a_k for sparse planes (cols, vals), in list order, skipping coef 0.
@@ -358,23 +381,17 @@ def scatter_planes(double[::1] dense, unsigned char[::1] mark, int64_t[::1] touc
             else:
                 # the run of sorted columns inside [lo, hi): binary searches for its ends
                 first, last = _lower_bound(cp, nw, length, lo), _lower_bound(cp, nw, length, hi)
-            for p in range(first, last):       # bounds first: the loops below trust them
-                col = _col(cp, nw, p)
-                if col < 0 or col >= n_w:
-                    bad = True
-            if bad:
-                break
-            if track:
-                for p in range(first, last):
-                    col = _col(cp, nw, p)
-                    dense[col] += a[k] * vp[p]
-                    if not mark[col]:
-                        mark[col] = 1
-                        touched[n_touched] = col
-                        n_touched += 1
+            if nw:
+                n_touched = _scatter_run(<const int32_t*>cp, vp, a[k], first, last, &dense[0], n_w,
+                                         &mark[0] if track else NULL, &touched[0] if track else NULL,
+                                         n_touched)
             else:
-                for p in range(first, last):
-                    dense[_col(cp, nw, p)] += a[k] * vp[p]
+                n_touched = _scatter_run(<const int64_t*>cp, vp, a[k], first, last, &dense[0], n_w,
+                                         &mark[0] if track else NULL, &touched[0] if track else NULL,
+                                         n_touched)
+            if n_touched < 0:
+                bad = True
+                break
     if bad:
         raise ValueError("a plane reaches beyond w")
     return n_touched

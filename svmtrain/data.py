@@ -36,6 +36,12 @@ __all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATU
 # that a test file may carry features a model ignores; training checks its data against this.
 MAX_FEATURES = 2**31 - 2
 
+
+def index_dtype(largest: int):
+    """int32 for indices up to `largest` when it fits (half the memory of the largest arrays:
+    column indices, constraint term rows and offsets), else int64."""
+    return np.int32 if largest <= np.iinfo(np.int32).max else np.int64
+
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
     (b"BZh", "bz2"),
@@ -200,11 +206,10 @@ def whole_examples(blocks, grouping):
         changes = np.flatnonzero(joined.qid[1:] != joined.qid[:-1])
         start = int(changes[-1]) + 1 if len(changes) else 0
         pending = [joined.rows(start, joined.n_rows).copy()]
-        if start:
-            head, joined = joined.rows(0, start), None
+        head, joined = (joined.rows(0, start) if start else None), None
+        if head is not None:
             yield head
-            head = None
-        joined = None
+        head = None
     if pending:
         yield concat_blocks(pending)
 

@@ -129,7 +129,7 @@ from svmtrain import interrupt, objective
 from svmtrain._linear import term_dots
 from svmtrain._oneslack import (ScreenedOracle, accumulate_plane, gram_row, hinge_plane, plane_qp,
                                 row_violations, scatter_planes)
-from svmtrain.data import Block, take_rows
+from svmtrain.data import Block, index_dtype, take_rows
 from svmtrain.duplicates import merge_identical
 from svmtrain.engine import EpochRecord, relative_gap
 from svmtrain.solvers.nslack import TrainResult
@@ -283,8 +283,7 @@ class _Scratch:
         self.dense[cols] = 0.0
         self.mark[cols] = 0
         keep = vals != 0.0
-        narrow = len(self.dense) <= np.iinfo(np.int32).max
-        return cols[keep].astype(np.int32 if narrow else np.int64), vals[keep]
+        return cols[keep].astype(index_dtype(len(self.dense))), vals[keep]
 
     def total(self, parts):
         """The sum of sparse (cols, vals) parts, added in list order, as (sorted columns, values)."""

@@ -419,12 +419,10 @@ class RowStore:
         # overwrites a later piece's rows
         first = 0
         while first < len(keep):
-            last = int(np.searchsorted(ends, (ends[first] - lengths[first]) + COMPACT_PIECE,
-                                       side="right"))
-            last = max(last, first + 1)
+            base = int(ends[first] - lengths[first])          # where the piece's rows go
+            last = max(int(np.searchsorted(ends, base + COMPACT_PIECE, side="right")), first + 1)
             n = lengths[first:last]
             total = int(n.sum())
-            base = int(ends[first] - lengths[first])
             src = np.repeat(starts[first:last] - (np.cumsum(n) - n), n) + np.arange(total)
             self._indices[base:base + total] = self._indices[src]
             self._data[base:base + total] = self._data[src]

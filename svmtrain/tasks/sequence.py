@@ -23,7 +23,7 @@ import zlib
 import numpy as np
 
 from svmtrain._oracles import block_scores, viterbi, viterbi_loss_augmented
-from svmtrain.data import DataError, repeated_run
+from svmtrain.data import DataError, index_dtype, repeated_run
 from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, group_costs
 from svmtrain.tasks.multiclass import AccuracyMetric
 
@@ -134,8 +134,7 @@ class Sequence(LabelledTask):
         seq_ptr = sentences(block, path)
         indptr = np.append(block.indptr, block.indptr[-1] + 1)
         nnz = len(block.indices)
-        narrow = max(geometry.n_cols, 1) <= np.iinfo(np.int32).max
-        indices = np.empty(nnz + 1, np.int32 if narrow else np.int64)
+        indices = np.empty(nnz + 1, index_dtype(max(geometry.n_cols, 1)))
         indices[:nnz] = block.indices
         indices[nnz] = 0
         data = np.append(block.data, 1.0)
@@ -221,8 +220,7 @@ class Sequence(LabelledTask):
         key = labelling_keys(yhat, seq_ptr)
         # rows and offsets as int32 when they fit (they do for any file a model can be trained
         # on): the cache's terms cost 17 bytes, not 25 (UD English EWT: 1-2 million of them)
-        narrow = max(unit_row, K * W + (K + 1) * K) <= np.iinfo(np.int32).max
-        index = np.int32 if narrow else np.int64
+        index = index_dtype(max(unit_row, K * W + (K + 1) * K))
         return Constraints(tptr, term_row.astype(index), term_scale, term_offset.astype(index),
                            term_bias, margin.astype(np.float64),
                            first_sentence + np.arange(n_seq, dtype=np.int64), key)
