@@ -50,7 +50,10 @@ order, so their cost is cache misses, and the state a visit reads must stay smal
 L2 while the rows stream through it: 32 bytes per constraint, as structure-of-arrays (alpha, q, row
 start, (nnz, kind)) with (scale, margin, C) in a table of distinct triples (two rows for binary
 problems: LIBLINEAR's GETI trick), and int32 column indices (a copy: 4 bytes per nonzero, or the
-store's own when it keeps int32 columns, as online-dual's does). When every
+store's own when it keeps int32 columns, as online-dual's and the sequence task's do). Values and
+term scales are float64, or float32 read in place where a store or cache keeps them so because
+each is a float32 exactly (the sequence task's: indicator features, +-1 scales); each is widened to
+double as it is read, so the arithmetic is the same bit for bit. When every
 group has one constraint (`singles`) a visit needs no group look-up either. Measured on a9a, epochs
 are 2x faster than with a group record, then a 48-byte constraint record, then indptr, and about 1.3x
 faster than with one 64-byte line per constraint (int32 indices alone: 1.15x). Nothing per epoch is
@@ -221,6 +224,11 @@ def _kind_table(scale, margin, C, int64_t few=16):
 def _term_dtype(a):
     """int32 for an int32 array of term rows or offsets (read in place), else int64."""
     return np.int32 if isinstance(a, np.ndarray) and a.dtype == np.int32 else np.int64
+
+
+def _value_dtype(a):
+    """float32 for a float32 array (the store's values, the terms' scales: read in place), else float64."""
+    return np.float32 if isinstance(a, np.ndarray) and a.dtype == np.float32 else np.float64
 
 
 def _furthest_reach(const int64_t[::1] last, const row_t[:] term_row, const offset_t[:] term_offset,
@@ -440,7 +448,8 @@ cdef class DualCD:
     # the row store: CSR values and int32 column indices (kept alive by the Python references)
     cdef object _keep
     cdef const int32_t* indices
-    cdef const double* data
+    cdef const double* data       # the values: float64, or float32 read in place (then data is
+    cdef const float* data32      # NULL): a store whose values are all float32s keeps them so
     cdef double bias
     cdef int64_t bias_col         # the one-row layout's bias column (n_cols), or -1
     # the constraints, laid out group by group (structure of arrays, see the module docstring)
@@ -460,7 +469,8 @@ cdef class DualCD:
     cdef int64_t* t_off
     cdef const int32_t* t_row32   # int32 term rows / offsets read in place (then t_row / t_off
     cdef const int32_t* t_off32   # are NULL): a sequence cache keeps them so
-    cdef double* t_scale
+    cdef double* t_scale          # float64 scales, or float32 ones read in place (then t_scale is
+    cdef const float* t_scale32   # NULL; a shared-row group's engine, which reorders, has float64)
     cdef uint8_t* t_bias
     cdef int32_t t_bias_col       # stride * n_cols when the model has a bias feature, else -1
     cdef double* scratch          # terms layout: n_w zeros to scatter a constraint into
@@ -580,11 +590,11 @@ cdef class DualCD:
         indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         if not (isinstance(indices, np.ndarray) and indices.dtype == np.int32):
             indices = np.ascontiguousarray(indices, dtype=np.int64)
-        data = np.ascontiguousarray(data, dtype=np.float64)
+        data = np.ascontiguousarray(data, dtype=_value_dtype(data))
         tptr = np.ascontiguousarray(tptr, dtype=np.int64)
         # term rows and offsets: int64, or int32 read in place (a sequence cache's)
         term_row = np.ascontiguousarray(term_row, dtype=_term_dtype(term_row))
-        term_scale = np.ascontiguousarray(term_scale, dtype=np.float64)
+        term_scale = np.ascontiguousarray(term_scale, dtype=_value_dtype(term_scale))
         term_offset = np.asarray(term_offset, dtype=_term_dtype(term_offset))   # may be a broadcast view
         term_bias = np.asarray(term_bias, dtype=bool)
         margin = np.ascontiguousarray(margin, dtype=np.float64)
@@ -676,7 +686,11 @@ cdef class DualCD:
                 raise MemoryError()
         self._keep = (indices32, data, nonneg)
         self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
-        self.data = <const double*> cnp.PyArray_DATA(data)
+        self.data = self.data32 = NULL
+        if data.dtype == np.float32:
+            self.data32 = <const float*> cnp.PyArray_DATA(data)
+        else:
+            self.data = <const double*> cnp.PyArray_DATA(data)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
@@ -701,6 +715,8 @@ cdef class DualCD:
             order = np.arange(n, dtype=np.int64)      # already group by group (binary: one each)
         else:
             order = np.argsort(group, kind="stable").astype(np.int64)
+        if one_row:
+            term_scale = term_scale.astype(np.float64, copy=False)    # kept in the kind table
         kinds, kind = _kind_table(term_scale if one_row else np.broadcast_to(1.0, (n,)), margin,
                                   C_group[group])
         self.n_cons = n
@@ -749,7 +765,7 @@ cdef class DualCD:
             term_bias = np.ascontiguousarray(term_bias).view(np.uint8)
             if self.n_shared:         # reordered in place by _mark_crammer_singer: our own copies
                 term_row, term_offset = term_row.astype(np.int64), term_offset.astype(np.int64)
-                term_scale, term_bias = term_scale.copy(), term_bias.copy()
+                term_scale, term_bias = term_scale.astype(np.float64), term_bias.copy()
             self._keep = self._keep + (indptr, term_row, term_offset, term_scale, term_bias)
             self.rptr = <const int64_t*> cnp.PyArray_DATA(indptr)
             self.t_row = self.t_off = NULL
@@ -762,7 +778,12 @@ cdef class DualCD:
                 self.t_off32 = <const int32_t*> cnp.PyArray_DATA(term_offset)
             else:
                 self.t_off = <int64_t*> cnp.PyArray_DATA(term_offset)
-            self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
+            self.t_scale = NULL
+            self.t_scale32 = NULL
+            if term_scale.dtype == np.float32:
+                self.t_scale32 = <const float*> cnp.PyArray_DATA(term_scale)
+            else:
+                self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
             self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
         cdef const int64_t[::1] order_v = order, gsize_v = gsize, gstart_v = gstart
@@ -771,7 +792,7 @@ cdef class DualCD:
         cdef const int64_t[::1] ptr_v = indptr, tptr_v = tptr
         cdef const int32_t[::1] kind_v = kind
         cdef const double[:, ::1] kinds_v = kinds
-        cdef const double[::1] scale_v = term_scale, alpha_v = alpha, C_v = C_group, sq_v = sqnorm
+        cdef const double[::1] scale_v = term_scale if one_row else np.zeros(1), alpha_v = alpha, C_v = C_group, sq_v = sqnorm
         cdef const uint8_t[::1] shared_v = shared.view(np.uint8), rbias_v = rep_bias.view(np.uint8)
         cdef const int64_t[::1] group_v = group
         cdef const int64_t[::1] soffs_v = soffs, ostart_v = off_start, noff_v = n_off, rrow_v = rep_row
@@ -790,8 +811,8 @@ cdef class DualCD:
                 if not self.terms:
                     self.start[k] = ptr_v[row_v[c]]
                     self.nk[k].nnz = <int32_t>(ptr_v[row_v[c] + 1] - ptr_v[row_v[c]])
-                    self.q[k] = scale_v[c] * scale_v[c] * row_sqnorm(
-                        self.data, self.start[k], self.start[k] + self.nk[k].nnz, self.bias, self.bias_col)
+                    self.q[k] = scale_v[c] * scale_v[c] * self._row_sqnorm(
+                        self.start[k], self.start[k] + self.nk[k].nnz, self.bias_col)
                 else:
                     self.start[k] = tptr_v[c]
                     self.nk[k].nnz = <int32_t>(tptr_v[c + 1] - tptr_v[c])
@@ -818,9 +839,9 @@ cdef class DualCD:
                     self.grp[g].row_start = ptr_v[r]
                     self.grp[g].row_nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
                     self.grp[g].bias_col = <int32_t>sbias if (has_bias and rbias_v[g]) else -1
-                    self.grp[g].rsq = row_sqnorm(self.data, self.grp[g].row_start,
-                                                 self.grp[g].row_start + self.grp[g].row_nnz,
-                                                 self.bias, self.grp[g].bias_col)
+                    self.grp[g].rsq = self._row_sqnorm(self.grp[g].row_start,
+                                                       self.grp[g].row_start + self.grp[g].row_nnz,
+                                                       self.grp[g].bias_col)
             if self.n_shared:
                 for t in range(soffs_v.shape[0]):
                     self.soffs[t] = soffs_v[t]
@@ -858,6 +879,43 @@ cdef class DualCD:
 
     # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
 
+    # The row kernels of _sparse.pxd over this store's values, float64 or float32 (the same bits).
+    cdef inline double _value(self, int64_t p) noexcept nogil:
+        return self.data[p] if self.data != NULL else <double>self.data32[p]
+
+    cdef inline double _row_dot(self, const double* v, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
+        if self.data != NULL:
+            return row_dot(v, self.indices, self.data, s, e, self.bias, bias_col)
+        return row_dot(v, self.indices, self.data32, s, e, self.bias, bias_col)
+
+    cdef inline double _row_dot_s(self, const double* v, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
+        if self.data != NULL:
+            return row_dot_s(v, self.indices, self.data, s, e, self.bias, bias_col, self.stride)
+        return row_dot_s(v, self.indices, self.data32, s, e, self.bias, bias_col, self.stride)
+
+    cdef inline void _row_axpy(self, double a, int64_t s, int64_t e, int64_t bias_col, double* v) noexcept nogil:
+        if self.data != NULL:
+            row_axpy(a, self.indices, self.data, s, e, self.bias, bias_col, v)
+        else:
+            row_axpy(a, self.indices, self.data32, s, e, self.bias, bias_col, v)
+
+    cdef inline void _row_axpy_s(self, double a, int64_t s, int64_t e, int64_t bias_col, double* v) noexcept nogil:
+        if self.data != NULL:
+            row_axpy_s(a, self.indices, self.data, s, e, self.bias, bias_col, v, self.stride)
+        else:
+            row_axpy_s(a, self.indices, self.data32, s, e, self.bias, bias_col, v, self.stride)
+
+    cdef inline double _row_sqnorm(self, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
+        if self.data != NULL:
+            return row_sqnorm(self.data, s, e, self.bias, bias_col)
+        return row_sqnorm(self.data32, s, e, self.bias, bias_col)
+
+    cdef inline double _row_row_dot(self, int64_t s1, int64_t e1, int64_t s2, int64_t e2,
+                                    int64_t bias_col) noexcept nogil:
+        if self.data != NULL:
+            return row_row_dot(self.indices, self.data, s1, e1, s2, e2, self.bias, bias_col)
+        return row_row_dot(self.indices, self.data32, s1, e1, s2, e2, self.bias, bias_col)
+
     cdef inline Term _term(self, int64_t t) noexcept nogil:
         """Term t of the caller's arrays: its row slice, offset, scale and bias column."""
         cdef Term tm
@@ -865,7 +923,7 @@ cdef class DualCD:
         tm.start = self.rptr[r]
         tm.nnz = <int32_t>(self.rptr[r + 1] - tm.start)
         tm.offset = self.t_off[t] if self.t_off != NULL else self.t_off32[t]
-        tm.scale = self.t_scale[t]
+        tm.scale = self.t_scale[t] if self.t_scale != NULL else <double>self.t_scale32[t]
         tm.bias_col = self.t_bias_col if self.t_bias[t] else -1
         return tm
 
@@ -878,17 +936,15 @@ cdef class DualCD:
         cdef double r = 0.0
         cdef Term tm
         if not self.terms:
-            return self._kind(k).scale * row_dot(v, self.indices, self.data, s, e, self.bias, self.bias_col)
+            return self._kind(k).scale * self._row_dot(v, s, e, self.bias_col)
         if self.stride != 1:
             for t in range(s, e):
                 tm = self._term(t)
-                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data, tm.start,
-                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
+                r += tm.scale * self._row_dot_s(v + tm.offset, tm.start, tm.start + tm.nnz, tm.bias_col)
             return r
         for t in range(s, e):
             tm = self._term(t)
-            r += tm.scale * row_dot(v + tm.offset, self.indices, self.data, tm.start,
-                                    tm.start + tm.nnz, self.bias, tm.bias_col)
+            r += tm.scale * self._row_dot(v + tm.offset, tm.start, tm.start + tm.nnz, tm.bias_col)
         return r
 
     cdef inline void _scatter(self, int64_t k, double d, double* v) noexcept nogil:
@@ -896,18 +952,16 @@ cdef class DualCD:
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
         cdef Term tm
         if not self.terms:
-            row_axpy(d * self._kind(k).scale, self.indices, self.data, s, e, self.bias, self.bias_col, v)
+            self._row_axpy(d * self._kind(k).scale, s, e, self.bias_col, v)
             return
         if self.stride != 1:
             for t in range(s, e):
                 tm = self._term(t)
-                row_axpy_s(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz,
-                           self.bias, tm.bias_col, v + tm.offset, self.stride)
+                self._row_axpy_s(d * tm.scale, tm.start, tm.start + tm.nnz, tm.bias_col, v + tm.offset)
             return
         for t in range(s, e):
             tm = self._term(t)
-            row_axpy(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz, self.bias,
-                     tm.bias_col, v + tm.offset)
+            self._row_axpy(d * tm.scale, tm.start, tm.start + tm.nnz, tm.bias_col, v + tm.offset)
 
     cdef inline double _gradient(self, int64_t k) noexcept nogil:
         """g_c = l_c - w.x_c"""
@@ -959,8 +1013,7 @@ cdef class DualCD:
         if e - s == 1:
             tm = self._term(s)
             nonzero[0] = True
-            return tm.scale * tm.scale * row_sqnorm(self.data, tm.start, tm.start + tm.nnz, self.bias,
-                                                    tm.bias_col)
+            return tm.scale * tm.scale * self._row_sqnorm(tm.start, tm.start + tm.nnz, tm.bias_col)
         nonzero[0] = False
         self._scatter(k, 1.0, sc)
         # read each touched entry once: square it and clear it (a repeated column then reads 0)
@@ -1010,8 +1063,8 @@ cdef class DualCD:
         if not self.terms:
             s = self._kind(j).scale * self._kind(k).scale
             if sj == sk and ej == ek:   # the same row
-                return s * row_sqnorm(self.data, sj, ej, self.bias, self.bias_col)
-            return s * row_row_dot(self.indices, self.data, sj, ej, sk, ek, self.bias, self.bias_col)
+                return s * self._row_sqnorm(sj, ej, self.bias_col)
+            return s * self._row_row_dot(sj, ej, sk, ek, self.bias_col)
         if sj == ej or sk == ek:        # x = 0
             return 0.0
         a = self._term(sj)
@@ -1021,9 +1074,8 @@ cdef class DualCD:
             s = a.scale * b.scale
             bc = a.bias_col if a.bias_col == b.bias_col else -1
             if a.start == b.start and a.nnz == b.nnz:
-                return s * row_sqnorm(self.data, a.start, a.start + a.nnz, self.bias, bc)
-            return s * row_row_dot(self.indices, self.data, a.start, a.start + a.nnz,
-                                   b.start, b.start + b.nnz, self.bias, bc)
+                return s * self._row_sqnorm(a.start, a.start + a.nnz, bc)
+            return s * self._row_row_dot(a.start, a.start + a.nnz, b.start, b.start + b.nnz, bc)
         # scatter x_j, read it with x_k, clear what x_j touched
         self._scatter(j, 1.0, self.scratch)
         r = self._dot(k, self.scratch)
@@ -1302,7 +1354,7 @@ cdef class DualCD:
         if ao[na - 1] - ao[0] == na - 1:      # consecutive (ascending, distinct) offsets
             for p in range(gr.row_start, e):
                 wc = self.w + ao[0] + self.stride * self.indices[p]
-                v = self.data[p]
+                v = self._value(p)
                 for a in range(na):
                     acc[a] += wc[a] * v
             if gr.bias_col >= 0:
@@ -1312,7 +1364,7 @@ cdef class DualCD:
         else:
             for p in range(gr.row_start, e):
                 wc = self.w + self.stride * self.indices[p]
-                v = self.data[p]
+                v = self._value(p)
                 for a in range(na):
                     acc[a] += wc[ao[a]] * v
             if gr.bias_col >= 0:
@@ -1337,7 +1389,7 @@ cdef class DualCD:
         if ao[na - 1] - ao[0] == na - 1:      # consecutive offsets
             for p in range(gr.row_start, e):
                 wc = self.w + ao[0] + self.stride * self.indices[p]
-                v = self.data[p]
+                v = self._value(p)
                 for a in range(na):
                     wc[a] += c[a] * v
             if gr.bias_col >= 0:
@@ -1347,7 +1399,7 @@ cdef class DualCD:
         else:
             for p in range(gr.row_start, e):
                 wc = self.w + self.stride * self.indices[p]
-                v = self.data[p]
+                v = self._value(p)
                 for a in range(na):
                     wc[ao[a]] += c[a] * v
             if gr.bias_col >= 0:
@@ -1382,8 +1434,8 @@ cdef class DualCD:
                 if cf[i] != 0.0:
                     cf[i] = 0.0
                     if not strided:          # strided: taken below, all in one pass
-                        sv[i] = row_dot(self.w + offs[i], self.indices, self.data, gr.row_start,
-                                        gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+                        sv[i] = self._row_dot(self.w + offs[i], gr.row_start, gr.row_start + gr.row_nnz,
+                                              gr.bias_col)
         if strided:
             for i in range(n_off):           # ascending offsets
                 if cf[i] == 0.0:
@@ -1475,8 +1527,8 @@ cdef class DualCD:
         else:
             for i in range(n_off):
                 if cf[i] != 0.0 and cf[i] != INFINITY:
-                    row_axpy(cf[i], self.indices, self.data, gr.row_start, gr.row_start + gr.row_nnz,
-                             self.bias, gr.bias_col, self.w + offs[i])
+                    self._row_axpy(cf[i], gr.row_start, gr.row_start + gr.row_nnz, gr.bias_col,
+                                   self.w + offs[i])
         if self.nonneg:
             for i in range(n_off):
                 if cf[i] != 0.0 and cf[i] != INFINITY:
@@ -1575,8 +1627,8 @@ cdef class DualCD:
             self._strided_dots(gr, na, sv)
         else:
             for r in range(na):
-                sv[self.ibuf[r]] = row_dot(self.w + self.abuf[r], self.indices, self.data, gr.row_start,
-                                           gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+                sv[self.ibuf[r]] = self._row_dot(self.w + self.abuf[r], gr.row_start,
+                                                 gr.row_start + gr.row_nnz, gr.bias_col)
         Sy = sv[ys]
         at_bound = A >= Cg * (1.0 - 1e-12)
         for k in range(base, base + m):
@@ -1659,8 +1711,8 @@ cdef class DualCD:
                 self._strided_axpys(gr, na, cf)
             else:
                 for r in range(na):
-                    row_axpy(cf[self.ibuf[r]], self.indices, self.data, gr.row_start,
-                             gr.row_start + gr.row_nnz, self.bias, gr.bias_col, self.w + self.abuf[r])
+                    self._row_axpy(cf[self.ibuf[r]], gr.row_start, gr.row_start + gr.row_nnz, gr.bias_col,
+                                   self.w + self.abuf[r])
         return violation
 
     # -- bounds --------------------------------------------------------------------------------
@@ -1700,9 +1752,9 @@ cdef class DualCD:
                 if gr.n_off > 0:     # shared-row: one row product per offset
                     if self.stride == 1:
                         for i in range(gr.n_off):
-                            self.sbuf[i] = row_dot(self.w + self.soffs[gr.off_start + i], self.indices,
-                                                   self.data, gr.row_start, gr.row_start + gr.row_nnz,
-                                                   self.bias, gr.bias_col)
+                            self.sbuf[i] = self._row_dot(self.w + self.soffs[gr.off_start + i],
+                                                         gr.row_start, gr.row_start + gr.row_nnz,
+                                                         gr.bias_col)
                     for k in range(gr.start, gr.start + gr.size):
                         G = self._shared_gradient(k, self.sbuf)
                         if self.grad != NULL:

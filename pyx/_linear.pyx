@@ -9,7 +9,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
 
-from _sparse cimport column_t, offset_t, row_t
+from _sparse cimport column_t, offset_t, row_t, scale_t, value_t
 
 cnp.import_array()
 
@@ -63,9 +63,9 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
 
 
 
-def term_dots(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
+def term_dots(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
               int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
-              const double[::1] term_scale, const offset_t[::1] term_offset, term_bias,
+              const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
               const double[::1] w, double bias, bint use_bias, int64_t stride=1):
     """w . x_c for constraints given as terms (svmtrain.tasks.base.Constraints); a term's bias
     flag counts only when the model has a bias feature (use_bias). A term places column j of its

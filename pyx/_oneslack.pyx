@@ -26,14 +26,14 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.math cimport fabs, INFINITY
 from libc.string cimport memcmp, memcpy
 
-from _sparse cimport column_t, mix64, offset_t, row_t
+from _sparse cimport column_t, mix64, offset_t, row_t, scale_t, value_t
 
 cnp.import_array()
 
 
-def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
+def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
                      int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
-                     const double[::1] term_scale, const offset_t[::1] term_offset, term_bias,
+                     const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
                      const double[::1] weight, double bias, bint use_bias, int64_t stride,
                      double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched,
                      int64_t n_touched=0):

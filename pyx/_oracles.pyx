@@ -28,7 +28,7 @@ from libc.math cimport INFINITY, exp2, log2
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport qsort
 
-from _sparse cimport column_t
+from _sparse cimport column_t, value_t
 
 cnp.import_array()
 
@@ -118,7 +118,7 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     w[j * K : j * K + K], the bias weights w[n_cols * K : n_cols * K + K]; one pass over a row reads
     them contiguously.
 
-    CSR rows (indptr, indices int64 or int32, data float64); columns outside [0, n_cols) are
+    CSR rows (indptr, indices int64 or int32, data float64 or float32); columns outside [0, n_cols) are
     ignored (a test file may have features the model never saw). w must hold at least K * width
     weights (a sequence model's transitions may follow).
     """
@@ -130,7 +130,10 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
         ind_a = np.ascontiguousarray(indices)       # read in place (a sequence problem's store)
     else:
         ind_a = _array(indices, np.int64, 1, "indices")
-    dat_a = _array(data, np.float64, 1, "data")
+    if isinstance(data, np.ndarray) and data.dtype == np.float32 and data.ndim == 1:
+        dat_a = np.ascontiguousarray(data)          # read in place (a store of float32 values)
+    else:
+        dat_a = _array(data, np.float64, 1, "data")
     if ind_a.shape[0] != dat_a.shape[0]:
         raise ValueError(f"indices has {ind_a.shape[0]} entries but data has {dat_a.shape[0]}")
     ptr_a = _csr_pointers(indptr, ind_a.shape[0])
@@ -143,7 +146,7 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     return out
 
 
-def _block_scores(const int64_t[::1] ip, const column_t[::1] ind, const double[::1] val,
+def _block_scores(const int64_t[::1] ip, const column_t[::1] ind, const value_t[::1] val,
                   const double[::1] wv, double[:, ::1] S, int64_t n_cols, int64_t K,
                   int64_t width, double bias, bint has_bias, bint feature_major):
     cdef int64_t n = ip.shape[0] - 1

@@ -27,8 +27,20 @@ ctypedef fused offset_t:
     int32_t
     int64_t
 
+# CSR values: float64, or float32 where a store keeps them so because every value is a float32
+# exactly (svmtrain.data.value_dtype: the sequence task's indicator features). Each is widened to
+# double before any arithmetic, so both give the same bits.
+ctypedef fused value_t:
+    float
+    double
 
-cdef inline double row_dot(const double* w, const index_t* ind, const double* val,
+# A constraint term's scale, the same choice (a type of its own: the values may be the other kind).
+ctypedef fused scale_t:
+    float
+    double
+
+
+cdef inline double row_dot(const double* w, const index_t* ind, const value_t* val,
                            int64_t start, int64_t end, double bias, int64_t bias_col) noexcept nogil:
     cdef double s = 0.0
     cdef int64_t p
@@ -39,7 +51,7 @@ cdef inline double row_dot(const double* w, const index_t* ind, const double* va
     return s
 
 
-cdef inline void row_axpy(double a, const index_t* ind, const double* val,
+cdef inline void row_axpy(double a, const index_t* ind, const value_t* val,
                           int64_t start, int64_t end, double bias, int64_t bias_col,
                           double* w) noexcept nogil:
     cdef int64_t p
@@ -51,7 +63,7 @@ cdef inline void row_axpy(double a, const index_t* ind, const double* val,
 
 # The strided forms (a feature-major weight layout): column j of the row is read at w[stride * j]; the
 # bias column is given already strided.
-cdef inline double row_dot_s(const double* w, const index_t* ind, const double* val,
+cdef inline double row_dot_s(const double* w, const index_t* ind, const value_t* val,
                              int64_t start, int64_t end, double bias, int64_t bias_col,
                              int64_t stride) noexcept nogil:
     cdef double s = 0.0
@@ -63,7 +75,7 @@ cdef inline double row_dot_s(const double* w, const index_t* ind, const double* 
     return s
 
 
-cdef inline void row_axpy_s(double a, const index_t* ind, const double* val,
+cdef inline void row_axpy_s(double a, const index_t* ind, const value_t* val,
                             int64_t start, int64_t end, double bias, int64_t bias_col,
                             double* w, int64_t stride) noexcept nogil:
     cdef int64_t p
@@ -73,25 +85,25 @@ cdef inline void row_axpy_s(double a, const index_t* ind, const double* val,
         w[bias_col] += a * bias
 
 
-cdef inline double row_sqnorm(const double* val, int64_t start, int64_t end,
+cdef inline double row_sqnorm(const value_t* val, int64_t start, int64_t end,
                               double bias, int64_t bias_col) noexcept nogil:
     cdef double s = 0.0
     cdef int64_t p
     for p in range(start, end):
-        s += val[p] * val[p]
+        s += <double>val[p] * <double>val[p]
     if bias_col >= 0:
         s += bias * bias
     return s
 
 
-cdef inline double row_row_dot(const index_t* ind, const double* val,
+cdef inline double row_row_dot(const index_t* ind, const value_t* val,
                                int64_t s1, int64_t e1, int64_t s2, int64_t e2,
                                double bias, int64_t bias_col) noexcept nogil:
     """Dot product of two rows with sorted indices (merge)."""
     cdef double s = 0.0
     while s1 < e1 and s2 < e2:
         if ind[s1] == ind[s2]:
-            s += val[s1] * val[s2]
+            s += <double>val[s1] * <double>val[s2]
             s1 += 1
             s2 += 1
         elif ind[s1] < ind[s2]:

@@ -42,6 +42,29 @@ def index_dtype(largest: int):
     column indices, constraint term rows and offsets), else int64."""
     return np.int32 if largest <= np.iinfo(np.int32).max else np.int64
 
+
+def crc32_as(a, dtype, crc=0, piece=1 << 20):
+    """CRC-32 of a's entries as `dtype`, a piece at a time (no copy of the whole array): the same
+    for the same values however they are stored (int32 or int64 columns, float32 or float64
+    values)."""
+    for i in range(0, len(a), piece):
+        crc = zlib.crc32(np.ascontiguousarray(a[i:i + piece], dtype=dtype), crc)
+    return crc
+
+
+def value_dtype(values: np.ndarray):
+    """float32 when every value is a float32 exactly (indicator features, small integers: the
+    kernels widen each to double, so the arithmetic and the model are the same bit for bit at
+    half the memory of the values), else float64. Checked a piece at a time: no full-size
+    temporaries."""
+    piece = 1 << 20
+    with np.errstate(over="ignore", invalid="ignore"):    # a value past float32's range: float64
+        for s in range(0, len(values), piece):
+            v = values[s:s + piece]
+            if not np.array_equal(v.astype(np.float32), v):
+                return np.float64
+    return np.float32
+
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
     (b"BZh", "bz2"),

@@ -35,12 +35,12 @@ class ConstraintCache:
 
     indptr: np.ndarray
     indices: np.ndarray
-    data: np.ndarray
+    data: np.ndarray          # float64, or float32 (svmtrain.data.value_dtype)
     n_cols: int
     tptr: np.ndarray          # int64, n_constraints + 1
-    term_row: np.ndarray      # int64 per term
-    term_scale: np.ndarray    # float64 per term
-    term_offset: np.ndarray   # int64 per term
+    term_row: np.ndarray      # int64 (or int32) per term
+    term_scale: np.ndarray    # float64 (or float32) per term
+    term_offset: np.ndarray   # int64 (or int32) per term
     term_bias: np.ndarray     # bool per term: does the term carry the bias feature
     margin: np.ndarray
     group: np.ndarray

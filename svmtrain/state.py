@@ -48,7 +48,7 @@ import zlib
 
 import numpy as np
 
-from svmtrain.data import DataError
+from svmtrain.data import DataError, crc32_as
 
 STATE_VERSION = 2
 READS = (1, 2)
@@ -83,9 +83,10 @@ def data_crc(block, rows=None):
     rows = block.n_rows if rows is None else rows
     end = int(block.indptr[rows])
     crc = 0
-    for a in (np.diff(block.indptr[:rows + 1]), block.indices[:end], block.data[:end],
-              block.target[:rows], block.qid[:rows]):
-        crc = zlib.crc32(np.ascontiguousarray(a).tobytes(), crc)
+    for a, dtype in ((np.diff(block.indptr[:rows + 1]), np.int64), (block.indices[:end], np.int64),
+                     (block.data[:end], np.float64), (block.target[:rows], np.float64),
+                     (block.qid[:rows], np.int64)):
+        crc = crc32_as(a, dtype, crc)      # as the reader's types: however a task stores them
     return crc
 
 

@@ -226,6 +226,31 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
             assert len(store._data) == len(store._indices) == store.nnz + spare_nnz
 
 
+def test_row_store_keeps_float32_values_until_rows_that_are_not_come():
+    """Rows whose values are float32s (the sequence task's indicator features) are held as
+    float32, half the bytes; the first rows that are not widen the store to float64, each value
+    kept exactly; rows of float64 into a float64 store stay float64."""
+    rng = np.random.default_rng(2)
+    indptr = np.array([0, 2, 5, 6])
+    indices = np.array([0, 3, 1, 2, 4, 0])
+    ones = np.ones(6, np.float32)
+    store = RowStore()
+    store.add(indptr, indices, ones, np.arange(3))
+    assert store.data.dtype == np.float32 and store.nbytes == 8 * 4 + 8 * 6 + 8 * 3
+    store.add(indptr, indices, ones * 2, np.array([2, 0]))
+    assert store.data.dtype == np.float32 and store.data.tolist() == [1.0] * 6 + [2.0] * 3
+    tenths = rng.normal(size=6)
+    store.add(indptr, indices, tenths, np.array([1]))
+    assert store.data.dtype == np.float64 and store.nbytes == 8 * 7 + 12 * 12 + 8 * 6
+    assert store.data.tolist() == [1.0] * 6 + [2.0] * 3 + tenths[2:5].tolist()
+    store.add(indptr, indices, ones, np.array([0]))
+    assert store.data.dtype == np.float64 and store.data[-2:].tolist() == [1.0, 1.0]
+    wide = RowStore()
+    wide.add(indptr, indices, tenths, np.arange(3))
+    wide.add(indptr, indices, ones, np.arange(3))
+    assert wide.data.dtype == np.float64 and wide.data.tolist() == tenths.tolist() + [1.0] * 6
+
+
 def test_features_appearing_late_widen_w(runner, tmp_path):
     """Columns first met in a late chunk (and a bias) give the batch problem's optimum."""
     rng = np.random.default_rng(1)

@@ -48,6 +48,13 @@ def test_block_scores_matches_dense_product_and_ignores_extra_columns(has_bias, 
     F32 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data, fm, n_cols, K,
                        bias, has_bias, True)
     assert F32.tobytes() == F.tobytes()
+    # and float32 values (a store that keeps them so where each is one exactly) as their doubles
+    exact = X.data.astype(np.float32)
+    F64 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), exact.astype(np.float64),
+                       fm, n_cols, K, bias, has_bias, True)
+    F32 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), exact, fm, n_cols, K,
+                       bias, has_bias, True)
+    assert F32.tobytes() == F64.tobytes()
 
 
 def test_block_scores_on_a_block_whose_pointers_do_not_start_at_zero():

@@ -1,6 +1,7 @@
 """The sequence task's cutting-plane cache: what it keeps at the peak and how it tells labellings
 apart (svmtrain.tasks.sequence, svmtrain.solvers.nslack)."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +181,39 @@ def test_the_sequence_store_holds_the_rows_once_with_int32_columns():
                                           narrow.term_scale, narrow.term_offset.astype(np.int64),
                                           narrow.term_bias, narrow.margin, narrow.group, narrow.key))]
     assert dots[0].tobytes() == dots[1].tobytes()
+
+
+def test_float32_values_and_scales_are_kept_only_where_exact(tmp_path):
+    """Indicator features (every value 1) are kept as float32s, and so are the terms' scales
+    (+-1 and counts); a file whose values a float32 cannot hold keeps float64 values."""
+    block = data.load(str(CONLL))
+    task = task_class("sequence").from_training_data(block, str(CONLL), {"rescaling": "slack"})
+    geometry = Geometry(block.n_features)
+    problem = task.problem(block, str(CONLL), 0.1, geometry)
+    assert problem.data.dtype == np.float32 and np.shares_memory(block.data, problem.data)
+    w = np.random.default_rng(5).normal(size=task.n_weights(geometry))
+    _, worst = task.worst_offenders(w, problem, block)
+    assert worst.term_scale.dtype == np.float32 and np.abs(worst.term_scale).max() > 1   # Delta
+    tenths = tmp_path / "tenths.svm"
+    tenths.write_text(re.sub(r"(?<= )(\d+):1(?=\s)", r"\1:0.1", CONLL.read_text()))
+    block = data.load(str(tenths))
+    problem = task.problem(block, str(tenths), 0.1, geometry)
+    assert problem.data.dtype == np.float64 and np.any(problem.data[:-1] == 0.1)
+    assert data.value_dtype(np.array([1.0, 0.5, -3.0, 2.0 ** 24])) == np.float32
+    for inexact in (0.1, 2.0 ** 24 + 1, 1e300, np.nan):
+        assert data.value_dtype(np.array([1.0] * 5 + [inexact])) == np.float64, inexact
+
+
+@pytest.mark.parametrize("mode", ["n-slack", "1-slack", "online-dual"])
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_float32_values_and_scales_train_the_float64_model(monkeypatch, mode, rescaling):
+    """Keeping values and scales as float32 changes no bit of the model: each is widened to
+    double before any arithmetic."""
+    import svmtrain
+    import svmtrain.tasks.sequence as sequence
+    problem = svmtrain.Problem(task="sequence", C=0.1, rescaling=rescaling)
+    narrow = svmtrain.train(str(CONLL), problem, mode=mode)
+    monkeypatch.setattr(sequence, "value_dtype", lambda values: np.float64)
+    wide = svmtrain.train(str(CONLL), problem, mode=mode)
+    assert narrow.w.tobytes() == wide.w.tobytes()
+    assert narrow.certificate == wide.certificate

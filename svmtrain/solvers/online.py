@@ -212,7 +212,6 @@ boundary resumes bit for bit; one cut inside a re-optimisation resumes from that
 """
 
 import time
-import zlib
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Optional
@@ -252,6 +251,8 @@ class RowStore:
     """CSR rows copied out of streamed chunks, with a count of the cached terms using each row.
 
     Columns are int32, the engine's own (it reads them in place instead of converting a copy).
+    Values are float32 while every row added had float32 values (the sequence task keeps its
+    indicator features so: svmtrain.data.value_dtype), float64 from the first that had not.
     Arrays grow by doubling (appending a chunk's rows costs its own size, not the store's). The
     rows of the shuffle window being looked at are the store's too (`pin`): the window is held
     once, its rows are never compacted away while it is looked at, and a constraint on one of
@@ -265,7 +266,9 @@ class RowStore:
         self.nnz = int(indptr[-1])
         self._indptr = _grown(np.asarray(indptr, np.int64), len(indptr))
         self._indices = _grown(np.asarray(indices, np.int32), self.nnz)
-        self._data = _grown(np.asarray(data_, np.float64), self.nnz)
+        data_ = np.asarray(data_)
+        self._data = _grown(data_.astype(np.float32 if data_.dtype == np.float32 else np.float64,
+                                         copy=False), self.nnz)
         self._refs = _grown(np.asarray(refs, np.int64), self.n_rows)
         self.pinned = None     # (first row, rows) of the window being looked at
         self.compactions = 0   # how often the arrays were rebuilt (a block over them is then stale)
@@ -297,7 +300,7 @@ class RowStore:
             first, n = self.pinned
             rows -= n
             nnz -= int(self.indptr[first + n] - self.indptr[first])
-        return 8 * (rows + 1) + 12 * nnz + 8 * rows
+        return 8 * (rows + 1) + (4 + self._data.itemsize) * nnz + 8 * rows
 
     def add(self, indptr, indices, data_, rows, spare=None):
         """Copy rows `rows` of the CSR (indptr, indices, data_) in; their new row numbers.
@@ -307,6 +310,8 @@ class RowStore:
         starts = indptr[rows]
         lengths = indptr[rows + 1] - starts
         total = int(lengths.sum())
+        if self._data.dtype != data_.dtype and (self.nnz == 0 or self._data.dtype == np.float32):
+            self._retype(data_.dtype)
         self._reserve(len(rows), total, spare)
         ends = np.cumsum(lengths)
         src = np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
@@ -318,6 +323,13 @@ class RowStore:
         self.n_rows += len(rows)
         self.nnz += total
         return ids
+
+    def _retype(self, dtype):
+        """Values as `dtype` from now on: an empty store takes the first rows' type; float32
+        values widen to float64 (exactly) for rows that are not float32s. A block over the old
+        array is stale afterwards, as after a compaction."""
+        self._data = self._data.astype(np.float64 if self.nnz else dtype)
+        self.compactions += 1
 
     def _reserve(self, rows, nnz, spare=None):
         """Room for `rows` more rows of `nnz` non-zeros (see add)."""
@@ -1347,7 +1359,8 @@ def _kept_bytes(cache, kept):
 
 
 def _term_bytes(cons):
-    """Bytes a cached term costs: 25 with int64 rows and offsets, 17 with int32 ones."""
+    """Bytes a cached term costs: 25 with int64 rows and offsets and float64 scales, 13 with
+    int32 rows and offsets and float32 scales (the sequence task's)."""
     return sum(np.dtype(getattr(cons, name).dtype).itemsize
                for name in ("term_row", "term_scale", "term_offset", "term_bias"))
 
@@ -1362,19 +1375,12 @@ class RowDigest:
     def add(self, block):
         parts = ((block.target, np.float64), (np.diff(block.indptr), np.int64),
                  (block.indices, np.int64), (block.data, np.float64))
-        self.crcs = [_crc32(a, dtype, c) for (a, dtype), c in zip(parts, self.crcs)]
+        self.crcs = [data.crc32_as(a, dtype, c) for (a, dtype), c in zip(parts, self.crcs)]
 
     @property
     def value(self):
         a, b, c, d = self.crcs
         return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
-
-
-def _crc32(a, dtype, crc, piece=1 << 20):
-    """CRC-32 of a's entries as `dtype`, a piece at a time (no copy of the whole array)."""
-    for i in range(0, len(a), piece):
-        crc = zlib.crc32(np.ascontiguousarray(a[i:i + piece], dtype=dtype), crc)
-    return crc
 
 
 def _check_runs(window, starts, path):

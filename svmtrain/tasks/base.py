@@ -24,8 +24,9 @@ from svmtrain.data import DataError
 class Constraints:
     """m constraints: x_c = sum_{t in tptr[c]:tptr[c+1]} term_scale[t] * X[term_row[t]] placed at
     column term_offset[t] (+ the bias feature when term_bias[t]); margin l_c; example `group[c]`.
-    term_row and term_offset are int64, or int32 where a task knows they fit (the sequence task's:
-    a third less memory for the largest caches); every reader takes either, in place.
+    term_row and term_offset are int64, or int32 where a task knows they fit, and term_scale
+    float64, or float32 where every scale is one exactly (the sequence task's: half the memory of
+    the largest caches); every reader takes either, in place, with the same arithmetic.
 
     `key` tells constraints of one example apart (the class, or a hash of the labelling), so that a
     cutting-plane loop never adds the same one twice.
