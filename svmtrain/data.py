@@ -184,7 +184,16 @@ def check_features(block: "Block", path: str, zero_based: bool = False, labels: 
 
 def check_norms(block: "Block", path: str) -> None:
     """Raise DataError at the first row whose squared norm overflows to inf (values of about 1e154
-    and more): the linear solvers' steps divide by it and would silently stand still at w = 0."""
+    and more): the linear solvers' steps divide by it and would silently stand still at w = 0.
+    A row of n values of at most M in size cannot overflow while n M^2 is finite, which the largest
+    row and value tell without the per-nonzero temporaries of the exact check (50 MB on UD English
+    EWT, the peak of a sequence training run)."""
+    if not block.nnz:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        largest = max(float(block.data.max()), -float(block.data.min()))
+        if float(np.diff(block.indptr).max()) * largest * largest < np.finfo(np.float64).max:
+            return
     with np.errstate(over="ignore"):
         rows = np.repeat(np.arange(block.n_rows), np.diff(block.indptr))
         sq = np.bincount(rows, weights=block.data * block.data, minlength=block.n_rows)

@@ -227,6 +227,13 @@ def test_row_norm_overflow_is_refused(tmp_path, mode):
     out.mkdir()
     r = CliRunner().invoke(main, ["train", "-q", "-m", mode, str(data), str(out / "m")])
     _assert_refused(r, out, f"{data}:5:", "squared norm overflows")
+    # each square finite, their sum not: refused; large values whose squares sum finitely: trained
+    data.write_bytes(_with_line(BINARY, 3, b"1 2:1e154 7:1.5e154"))
+    r = CliRunner().invoke(main, ["train", "-q", "-m", mode, str(data), str(out / "m")])
+    _assert_refused(r, out, f"{data}:3:", "squared norm overflows")
+    data.write_bytes(_with_line(BINARY, 3, b"1 2:1e150 7:-1e150"))
+    r = CliRunner().invoke(main, ["train", "-q", "-m", mode, "--max-epochs", "3", str(data), str(out / "m")])
+    assert r.exit_code == 0, r.output
 
 
 @pytest.mark.parametrize("content,reason", [
