@@ -251,6 +251,22 @@ def test_row_store_keeps_float32_values_until_rows_that_are_not_come():
     assert wide.data.dtype == np.float64 and wide.data.tolist() == tenths.tolist() + [1.0] * 6
 
 
+def test_a_window_part_keeps_float32_values_for_a_task_that_reads_them():
+    """online-dual's window parts (the pinned store's rows) take float32 values where the task
+    reads them so (the sequence task) and every value is a float32; else their float64 copy."""
+    from svmtrain.solvers.online import _compact
+    from svmtrain.tasks.sequence import Sequence
+    assert Sequence.float32_values and not task_class("binary").float32_values
+    ones = data.Block(np.array([0, 2, 3]), np.array([0, 4, 1]), np.array([1.0, 2.0, 1.0]),
+                      np.array([1.0, 2.0]), np.array([1, 1]), np.ones(2), np.array([1, 2]), 5, 30)
+    part = _compact(ones, True)
+    assert part.data.dtype == np.float32 and part.data.tolist() == [1.0, 2.0, 1.0]
+    assert part.indices.dtype == np.int32 and not np.shares_memory(part.data, ones.data)
+    assert _compact(ones, False).data.dtype == np.float64
+    ones.data[1] = 0.1
+    assert _compact(ones, True).data.dtype == np.float64
+
+
 def test_features_appearing_late_widen_w(runner, tmp_path):
     """Columns first met in a late chunk (and a bias) give the batch problem's optimum."""
     rng = np.random.default_rng(1)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from svmtrain import _reader
+from svmtrain import _reader, data
 from svmtrain.data import Block, DataError, _empty_block, iter_blocks, load, open_input
 
 REPO = Path(__file__).resolve().parent.parent
@@ -518,3 +518,28 @@ def test_fuzz_mutations_of_valid_file(tmp_path):
             assert 1 <= e.line <= data.count(b"\n") + 1
         else:
             assert_same(concat(iter_blocks(str(path), block_bytes=4)), b)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_whole_examples_yields_every_row_once_and_no_example_split(seed):
+    """Runs of one qid (sentences) cut anywhere by the reader come out whole, every row once and
+    in order, however the blocks fall: an example longer than a block, blocks of one example's
+    rows, empty blocks."""
+    rng = np.random.default_rng(seed)
+    runs = rng.integers(1, 9, 60)
+    qid = np.repeat(np.arange(len(runs)) % 3, runs)        # neighbouring runs differ in qid
+    n = len(qid)
+    lengths = rng.integers(0, 4, n)
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    whole = data.Block(indptr, rng.integers(0, 20, indptr[-1]), rng.normal(size=indptr[-1]),
+                       np.arange(n, dtype=np.float64), qid, np.ones(n), np.arange(1, n + 1), 20, 0)
+    cuts = np.unique(np.concatenate(([0, n], rng.integers(0, n + 1, rng.integers(0, 40)))))
+    blocks = [whole.rows(a, b).copy() for a, b in zip(cuts[:-1], cuts[1:])]
+    blocks.insert(1, whole.rows(0, 0))
+    out = list(data.whole_examples(iter(blocks), "consecutive"))
+    joined = data.concat_blocks(out)
+    for name in ("indptr", "indices", "data", "target", "qid", "line"):
+        assert np.array_equal(getattr(joined, name), getattr(whole, name)), name
+    ends = set(np.cumsum([b.n_rows for b in out]).tolist())
+    starts_of_runs = set(np.cumsum(runs).tolist())
+    assert ends <= starts_of_runs        # every yielded block ends where an example ends

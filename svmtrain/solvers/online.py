@@ -776,7 +776,7 @@ class OnlineDual:
         # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
         pinned = not self.controlled     # a controlled task's problem rows are not the window's
         for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows,
-                               parts=pinned):
+                               parts=pinned, float32_values=self.task.float32_values):
             if pinned:
                 # the window's rows are the row store's while it is looked at: held once, and a
                 # constraint on one of them costs no copy (UD English EWT in one window: the store
@@ -1433,18 +1433,22 @@ def _checked(blocks, path, zero_based):
         del block                   # not held while the next block is read
 
 
-def _compact(block):
-    """A block's own copy with int32 columns, holding nothing of the block it was cut from."""
+def _compact(block, float32_values=False):
+    """A block's own copy with int32 columns, holding nothing of the block it was cut from; its
+    values float32 when they all are float32s and the task reads them so (Task.float32_values)."""
+    values = (block.data.astype(np.float32) if float32_values
+              and data.value_dtype(block.data) == np.float32 else block.data.copy())
     return data.Block(np.array(block.indptr, np.int64), block.indices.astype(np.int32),
-                      block.data.copy(), block.target.copy(), block.qid.copy(), block.cost.copy(),
+                      values, block.target.copy(), block.qid.copy(), block.cost.copy(),
                       block.line.copy(), block.n_features, block.nbytes)
 
 
-def _windows(blocks, grouping, size, max_rows, parts=False):
+def _windows(blocks, grouping, size, max_rows, parts=False, float32_values=False):
     """Blocks of whole examples re-cut into shuffle windows of at most `size` examples and at most
     `max_rows` rows (at least one example each), independent of how the reader cut the file. With
     one row per example and max_rows >= size these are _rechunk's chunks of `size`. `parts`: a
-    window is the list of its parts, each compact (_compact), not one block joined from them."""
+    window is the list of its parts, each compact (_compact, with float32_values), not one block
+    joined from them."""
     pending = []                       # blocks of the window being filled
     have_examples = have_rows = 0
     for block in blocks:
@@ -1464,7 +1468,7 @@ def _windows(blocks, grouping, size, max_rows, parts=False):
             k = min(k, max(k_rows, first + (1 if not pending else 0)))
             if k > first:
                 part = block.rows(int(starts[first]), int(starts[k]))
-                pending.append(_compact(part) if parts else part)
+                pending.append(_compact(part, float32_values) if parts else part)
                 del part
                 have_examples += k - first
                 have_rows += int(starts[k] - starts[first])

@@ -84,6 +84,7 @@ def sentence_costs(block, path):
 class Sequence(LabelledTask):
     name = "sequence"
     grouping = "consecutive"
+    float32_values = True       # its store, oracle, engine and plane builder read float32 values
     examples_are = "sentences"
     default_loss = "hamming"
     label_noun, labels_noun = "tag", "tags"
@@ -137,7 +138,7 @@ class Sequence(LabelledTask):
         indices = np.empty(nnz + 1, index_dtype(max(geometry.n_cols, 1)))
         indices[:nnz] = block.indices
         indices[nnz] = 0
-        data = np.empty(nnz + 1, value_dtype(block.data))
+        data = np.empty(nnz + 1, value_dtype(block.data) if self.float32_values else np.float64)
         data[:nnz] = block.data
         data[nnz] = 1.0
         block.indptr, block.indices, block.data = indptr[:-1], indices[:-1], data[:-1]
