@@ -686,11 +686,7 @@ cdef class DualCD:
                 raise MemoryError()
         self._keep = (indices32, data, nonneg)
         self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
-        self.data = self.data32 = NULL
-        if data.dtype == np.float32:
-            self.data32 = <const float*> cnp.PyArray_DATA(data)
-        else:
-            self.data = <const double*> cnp.PyArray_DATA(data)
+        self._set_values(data)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
@@ -717,6 +713,10 @@ cdef class DualCD:
             order = np.argsort(group, kind="stable").astype(np.int64)
         if one_row:
             term_scale = term_scale.astype(np.float64, copy=False)    # kept in the kind table
+        if one_row and data.dtype == np.float32:  # the one-row visit reads float64 values
+            data = data.astype(np.float64)
+            self._keep = self._keep + (data,)
+            self._set_values(data)
         kinds, kind = _kind_table(term_scale if one_row else np.broadcast_to(1.0, (n,)), margin,
                                   C_group[group])
         self.n_cons = n
@@ -752,6 +752,10 @@ cdef class DualCD:
             self.dbuf = <double*> malloc(n_slot * sizeof(double))
             self.xbuf = <double*> malloc((n_slot + 1) * sizeof(double))
             self.jslot = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
+            if data.dtype == np.float32:    # the shared-row visit reads float64 values
+                data = data.astype(np.float64)
+                self._keep = self._keep + (data,)
+                self._set_values(data)
             if (self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
                     or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL
                     or self.jslot == NULL):
@@ -839,9 +843,9 @@ cdef class DualCD:
                     self.grp[g].row_start = ptr_v[r]
                     self.grp[g].row_nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
                     self.grp[g].bias_col = <int32_t>sbias if (has_bias and rbias_v[g]) else -1
-                    self.grp[g].rsq = self._row_sqnorm(self.grp[g].row_start,
-                                                       self.grp[g].row_start + self.grp[g].row_nnz,
-                                                       self.grp[g].bias_col)
+                    self.grp[g].rsq = row_sqnorm(self.data, self.grp[g].row_start,
+                                                 self.grp[g].row_start + self.grp[g].row_nnz,
+                                                 self.bias, self.grp[g].bias_col)
             if self.n_shared:
                 for t in range(soffs_v.shape[0]):
                     self.soffs[t] = soffs_v[t]
@@ -879,32 +883,17 @@ cdef class DualCD:
 
     # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
 
-    # The row kernels of _sparse.pxd over this store's values, float64 or float32 (the same bits).
-    cdef inline double _value(self, int64_t p) noexcept nogil:
-        return self.data[p] if self.data != NULL else <double>self.data32[p]
-
-    cdef inline double _row_dot(self, const double* v, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
-        if self.data != NULL:
-            return row_dot(v, self.indices, self.data, s, e, self.bias, bias_col)
-        return row_dot(v, self.indices, self.data32, s, e, self.bias, bias_col)
-
-    cdef inline double _row_dot_s(self, const double* v, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
-        if self.data != NULL:
-            return row_dot_s(v, self.indices, self.data, s, e, self.bias, bias_col, self.stride)
-        return row_dot_s(v, self.indices, self.data32, s, e, self.bias, bias_col, self.stride)
-
-    cdef inline void _row_axpy(self, double a, int64_t s, int64_t e, int64_t bias_col, double* v) noexcept nogil:
-        if self.data != NULL:
-            row_axpy(a, self.indices, self.data, s, e, self.bias, bias_col, v)
+    cdef _set_values(self, data):
+        """The store's values: float64 (data), or float32 read in place (data32; data is NULL)."""
+        self.data = self.data32 = NULL
+        if data.dtype == np.float32:
+            self.data32 = <const float*> cnp.PyArray_DATA(data)
         else:
-            row_axpy(a, self.indices, self.data32, s, e, self.bias, bias_col, v)
+            self.data = <const double*> cnp.PyArray_DATA(data)
 
-    cdef inline void _row_axpy_s(self, double a, int64_t s, int64_t e, int64_t bias_col, double* v) noexcept nogil:
-        if self.data != NULL:
-            row_axpy_s(a, self.indices, self.data, s, e, self.bias, bias_col, v, self.stride)
-        else:
-            row_axpy_s(a, self.indices, self.data32, s, e, self.bias, bias_col, v, self.stride)
-
+    # The cold paths' row kernels over this store's values, float64 or float32 (the same bits).
+    # Only the terms layout's groups that are not shared-row read float32 values (see __init__);
+    # its hot loops (_dot, _scatter) take the type once a constraint.
     cdef inline double _row_sqnorm(self, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
         if self.data != NULL:
             return row_sqnorm(self.data, s, e, self.bias, bias_col)
@@ -936,15 +925,24 @@ cdef class DualCD:
         cdef double r = 0.0
         cdef Term tm
         if not self.terms:
-            return self._kind(k).scale * self._row_dot(v, s, e, self.bias_col)
-        if self.stride != 1:
+            return self._kind(k).scale * row_dot(v, self.indices, self.data, s, e, self.bias, self.bias_col)
+        # The value type is taken once a constraint, each loop calling the row kernel itself: a
+        # kernel chosen term by term (_row_dot_s) was not inlined here, 10% of a UD English solve.
+        if self.data32 != NULL:
             for t in range(s, e):
                 tm = self._term(t)
-                r += tm.scale * self._row_dot_s(v + tm.offset, tm.start, tm.start + tm.nnz, tm.bias_col)
-            return r
-        for t in range(s, e):
-            tm = self._term(t)
-            r += tm.scale * self._row_dot(v + tm.offset, tm.start, tm.start + tm.nnz, tm.bias_col)
+                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data32, tm.start,
+                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
+        elif self.stride != 1:
+            for t in range(s, e):
+                tm = self._term(t)
+                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data, tm.start,
+                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
+        else:
+            for t in range(s, e):
+                tm = self._term(t)
+                r += tm.scale * row_dot(v + tm.offset, self.indices, self.data, tm.start,
+                                        tm.start + tm.nnz, self.bias, tm.bias_col)
         return r
 
     cdef inline void _scatter(self, int64_t k, double d, double* v) noexcept nogil:
@@ -952,16 +950,23 @@ cdef class DualCD:
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
         cdef Term tm
         if not self.terms:
-            self._row_axpy(d * self._kind(k).scale, s, e, self.bias_col, v)
+            row_axpy(d * self._kind(k).scale, self.indices, self.data, s, e, self.bias, self.bias_col, v)
             return
-        if self.stride != 1:
+        if self.data32 != NULL:         # (as in _dot)
             for t in range(s, e):
                 tm = self._term(t)
-                self._row_axpy_s(d * tm.scale, tm.start, tm.start + tm.nnz, tm.bias_col, v + tm.offset)
-            return
-        for t in range(s, e):
-            tm = self._term(t)
-            self._row_axpy(d * tm.scale, tm.start, tm.start + tm.nnz, tm.bias_col, v + tm.offset)
+                row_axpy_s(d * tm.scale, self.indices, self.data32, tm.start, tm.start + tm.nnz,
+                           self.bias, tm.bias_col, v + tm.offset, self.stride)
+        elif self.stride != 1:
+            for t in range(s, e):
+                tm = self._term(t)
+                row_axpy_s(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz,
+                           self.bias, tm.bias_col, v + tm.offset, self.stride)
+        else:
+            for t in range(s, e):
+                tm = self._term(t)
+                row_axpy(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz, self.bias,
+                         tm.bias_col, v + tm.offset)
 
     cdef inline double _gradient(self, int64_t k) noexcept nogil:
         """g_c = l_c - w.x_c"""
@@ -1354,7 +1359,7 @@ cdef class DualCD:
         if ao[na - 1] - ao[0] == na - 1:      # consecutive (ascending, distinct) offsets
             for p in range(gr.row_start, e):
                 wc = self.w + ao[0] + self.stride * self.indices[p]
-                v = self._value(p)
+                v = self.data[p]
                 for a in range(na):
                     acc[a] += wc[a] * v
             if gr.bias_col >= 0:
@@ -1364,7 +1369,7 @@ cdef class DualCD:
         else:
             for p in range(gr.row_start, e):
                 wc = self.w + self.stride * self.indices[p]
-                v = self._value(p)
+                v = self.data[p]
                 for a in range(na):
                     acc[a] += wc[ao[a]] * v
             if gr.bias_col >= 0:
@@ -1389,7 +1394,7 @@ cdef class DualCD:
         if ao[na - 1] - ao[0] == na - 1:      # consecutive offsets
             for p in range(gr.row_start, e):
                 wc = self.w + ao[0] + self.stride * self.indices[p]
-                v = self._value(p)
+                v = self.data[p]
                 for a in range(na):
                     wc[a] += c[a] * v
             if gr.bias_col >= 0:
@@ -1399,7 +1404,7 @@ cdef class DualCD:
         else:
             for p in range(gr.row_start, e):
                 wc = self.w + self.stride * self.indices[p]
-                v = self._value(p)
+                v = self.data[p]
                 for a in range(na):
                     wc[ao[a]] += c[a] * v
             if gr.bias_col >= 0:
@@ -1434,8 +1439,8 @@ cdef class DualCD:
                 if cf[i] != 0.0:
                     cf[i] = 0.0
                     if not strided:          # strided: taken below, all in one pass
-                        sv[i] = self._row_dot(self.w + offs[i], gr.row_start, gr.row_start + gr.row_nnz,
-                                              gr.bias_col)
+                        sv[i] = row_dot(self.w + offs[i], self.indices, self.data, gr.row_start,
+                                        gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
         if strided:
             for i in range(n_off):           # ascending offsets
                 if cf[i] == 0.0:
@@ -1527,8 +1532,8 @@ cdef class DualCD:
         else:
             for i in range(n_off):
                 if cf[i] != 0.0 and cf[i] != INFINITY:
-                    self._row_axpy(cf[i], gr.row_start, gr.row_start + gr.row_nnz, gr.bias_col,
-                                   self.w + offs[i])
+                    row_axpy(cf[i], self.indices, self.data, gr.row_start, gr.row_start + gr.row_nnz,
+                             self.bias, gr.bias_col, self.w + offs[i])
         if self.nonneg:
             for i in range(n_off):
                 if cf[i] != 0.0 and cf[i] != INFINITY:
@@ -1627,8 +1632,8 @@ cdef class DualCD:
             self._strided_dots(gr, na, sv)
         else:
             for r in range(na):
-                sv[self.ibuf[r]] = self._row_dot(self.w + self.abuf[r], gr.row_start,
-                                                 gr.row_start + gr.row_nnz, gr.bias_col)
+                sv[self.ibuf[r]] = row_dot(self.w + self.abuf[r], self.indices, self.data, gr.row_start,
+                                           gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
         Sy = sv[ys]
         at_bound = A >= Cg * (1.0 - 1e-12)
         for k in range(base, base + m):
@@ -1711,8 +1716,8 @@ cdef class DualCD:
                 self._strided_axpys(gr, na, cf)
             else:
                 for r in range(na):
-                    self._row_axpy(cf[self.ibuf[r]], gr.row_start, gr.row_start + gr.row_nnz, gr.bias_col,
-                                   self.w + self.abuf[r])
+                    row_axpy(cf[self.ibuf[r]], self.indices, self.data, gr.row_start,
+                             gr.row_start + gr.row_nnz, self.bias, gr.bias_col, self.w + self.abuf[r])
         return violation
 
     # -- bounds --------------------------------------------------------------------------------
@@ -1752,9 +1757,9 @@ cdef class DualCD:
                 if gr.n_off > 0:     # shared-row: one row product per offset
                     if self.stride == 1:
                         for i in range(gr.n_off):
-                            self.sbuf[i] = self._row_dot(self.w + self.soffs[gr.off_start + i],
-                                                         gr.row_start, gr.row_start + gr.row_nnz,
-                                                         gr.bias_col)
+                            self.sbuf[i] = row_dot(self.w + self.soffs[gr.off_start + i], self.indices,
+                                                   self.data, gr.row_start, gr.row_start + gr.row_nnz,
+                                                   self.bias, gr.bias_col)
                     for k in range(gr.start, gr.start + gr.size):
                         G = self._shared_gradient(k, self.sbuf)
                         if self.grad != NULL:
