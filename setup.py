@@ -26,7 +26,7 @@ setup(
     description="Command-line SVM trainer with certified duality gaps",
     packages=["svmtrain", "svmtrain.cli", "svmtrain.tasks", "svmtrain.solvers", "svmtools"],
     python_requires=">=3.9",
-    install_requires=["numpy>=1.24", "scipy>=1.10", "click>=8.1", "tqdm>=4.60"],
+    install_requires=["numpy>=1.24", "scipy>=1.10", "click>=8.1", "tqdm>=4.60", "threadpoolctl>=3.1"],
     extras_require={
         "dask": ["dask[distributed]>=2023.1"],
         "sklearn": ["scikit-learn>=1.3"],

@@ -7,6 +7,11 @@ imported on first use, so `import svmtrain` (and the command line that imports i
 
 __version__ = "0.1.0"
 
+#: the variables by which a user sets numpy's BLAS thread count: the command line sets them to 1
+#: before numpy is imported, and the library runs BLAS on one thread unless one is set
+#: (svmtrain.api): the rounding of numpy's dot products depends on the thread count
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
 _EXPORTS = {
     "train": "svmtrain.api", "predict": "svmtrain.api", "verify_bound": "svmtrain.api",
     "cross_validate": "svmtrain.api", "c_path": "svmtrain.api",

@@ -17,6 +17,7 @@ on the file the arrays were read from, bit for bit.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Optional
 
 import numpy as np
 
+from svmtrain import BLAS_THREAD_VARIABLES
 from svmtrain.errors import InputError
 from svmtrain.options import (Budgeted, Controls, Dask, Local, NSlack, OneSlack, OnlineDual,
                               OptionError, Problem)
@@ -31,6 +33,23 @@ from svmtrain.options import (Budgeted, Controls, Dask, Local, NSlack, OneSlack,
 __all__ = ["train", "predict", "verify_bound", "cross_validate", "c_path", "Certificate", "Predictions", "Verification",
            "as_source", "Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls",
            "Local", "Dask"]
+
+
+def _one_blas_thread(function):
+    """numpy's BLAS on one thread while `function` runs, as the command line has it, unless the
+    user set a count (BLAS_THREAD_VARIABLES): numpy's dot products (||w||^2 in a certificate, the
+    1-slack QP) round differently on 2 threads (the last bits of ||w||^2 over 100,000 weights),
+    and a model must be the same bit for bit from Python as from the command line, on any
+    machine. Python cannot set the variables after numpy is imported: threadpoolctl limits the
+    loaded BLAS itself."""
+    @functools.wraps(function)
+    def on_one_thread(*args, **kwargs):
+        if any(os.environ.get(name) for name in BLAS_THREAD_VARIABLES):
+            return function(*args, **kwargs)
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+    return on_one_thread
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,7 @@ def _chunks(items):
         yield block
 
 
+@_one_blas_thread
 def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional[Controls] = None,
           where=None, *, model_file=None, model_format="svmtrain", trace=None, on_epoch=None,
           progress=False, on_warning=None, mode_reason=None):
@@ -193,6 +213,7 @@ def _model(model):
 PREDICT_BLOCK = 1 << 20
 
 
+@_one_blas_thread
 def predict(model, data, *, output=None, scores=False, where=None, progress=False, task=None):
     """Predict `data` with `model` (a Model or a model file, ours or LIBLINEAR's).
 
@@ -273,6 +294,7 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
     return Predictions(labels, values, metric.summary(), metric.line())
 
 
+@_one_blas_thread
 def verify_bound(model, data, *, tol=None, example_weights=None, where=None, progress=False,
                  task=None):
     """Certify `model` on its training data: the true primal P(w) by one streaming pass, against
@@ -363,6 +385,7 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
                         warnings=tuple(warnings))
 
 
+@_one_blas_thread
 def cross_validate(data, problem: Optional[Problem] = None, mode=None,
                    controls: Optional[Controls] = None, *, folds=5, seed=1, jobs=1, where=None,
                    on_warning=None):
@@ -375,6 +398,7 @@ def cross_validate(data, problem: Optional[Problem] = None, mode=None,
                              where=where, on_warning=on_warning)
 
 
+@_one_blas_thread
 def c_path(data, problem: Optional[Problem] = None, mode=None, controls: Optional[Controls] = None,
            *, Cs=None, folds=None, seed=1, jobs=1, where=None, start=None, C_max=1024.0,
            patience=5, warm=True, model_file=None, model_format="svmtrain", on_point=None, on_warning=None):

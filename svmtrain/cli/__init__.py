@@ -11,12 +11,12 @@ import os
 # here are small, and a BLAS thread count that follows the machine changes the rounding of its
 # sums, so a model would depend on the core count. One BLAS thread unless the user sets one
 # (before numpy is first imported; Dask workers inherit it).
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+from svmtrain import BLAS_THREAD_VARIABLES, __version__  # (imports no numpy)
+
+for _variable in BLAS_THREAD_VARIABLES:
     os.environ.setdefault(_variable, "1")
 
 import click  # noqa: E402
-
-from svmtrain import __version__  # noqa: E402
 
 COMMANDS = {"train": ("svmtrain.cli.train", "train", "Learn a model from TRAIN_FILE and write it to MODEL_FILE."),
             "predict": ("svmtrain.cli.predict", "predict",

@@ -124,7 +124,10 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   203 MB, against n-slack's 197-213 MB (which the same engine and in-place caches took down from
   307 MB): conll2000 250 MB against 242-247 MB, sector 152 MB against 123 MB. With the store
   compacted in place, blocks let go as they are read, and int32 term rows and offsets (which took
-  n-slack to 170 MB as well): UD 173 MB, conll2000 197 MB (n-slack 201 MB), sector 155 MB.
+  n-slack to 170 MB as well): UD 173 MB, conll2000 197 MB (n-slack 201 MB), sector 155 MB. With
+  float32 values and term scales for the sequence task (the window's rows in the store too) and
+  the certificate pass reading blocks in place: UD 158 MB (n-slack 145 MB), conll2000 177 MB
+  (n-slack 166 MB).
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
