@@ -684,9 +684,8 @@ cdef class DualCD:
             self.beta = <double*> calloc(max(n_w, 1), sizeof(double))
             if self.beta == NULL:
                 raise MemoryError()
-        self._keep = (indices32, data, nonneg)
+        self._keep = (indices32, nonneg)
         self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
-        self._set_values(data)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
@@ -713,10 +712,6 @@ cdef class DualCD:
             order = np.argsort(group, kind="stable").astype(np.int64)
         if one_row:
             term_scale = term_scale.astype(np.float64, copy=False)    # kept in the kind table
-        if one_row and data.dtype == np.float32:  # the one-row visit reads float64 values
-            data = data.astype(np.float64)
-            self._keep = self._keep + (data,)
-            self._set_values(data)
         kinds, kind = _kind_table(term_scale if one_row else np.broadcast_to(1.0, (n,)), margin,
                                   C_group[group])
         self.n_cons = n
@@ -739,6 +734,16 @@ cdef class DualCD:
             None if one_row else indptr, indices32, tptr, term_row, term_offset, term_bias, group,
             gsize, n_cols, has_bias, stride, order)
         self.n_shared = int(np.count_nonzero(shared))
+        # float32 values are read in place by the terms layout's loops (_dot, _scatter take the
+        # type once a constraint); the one-row and shared-row visits read float64 ones
+        if data.dtype == np.float32 and (one_row or self.n_shared):
+            data = data.astype(np.float64)
+        self._keep = self._keep + (data,)
+        self.data = self.data32 = NULL
+        if data.dtype == np.float32:
+            self.data32 = <const float*> cnp.PyArray_DATA(data)
+        else:
+            self.data = <const double*> cnp.PyArray_DATA(data)
         if self.n_shared:
             n_slot = max(int(n_off.max()), 1)
             # the slots are this engine's own (a fresh array, reordered with the terms)
@@ -752,10 +757,6 @@ cdef class DualCD:
             self.dbuf = <double*> malloc(n_slot * sizeof(double))
             self.xbuf = <double*> malloc((n_slot + 1) * sizeof(double))
             self.jslot = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
-            if data.dtype == np.float32:    # the shared-row visit reads float64 values
-                data = data.astype(np.float64)
-                self._keep = self._keep + (data,)
-                self._set_values(data)
             if (self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
                     or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL
                     or self.jslot == NULL):
@@ -883,17 +884,7 @@ cdef class DualCD:
 
     # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
 
-    cdef _set_values(self, data):
-        """The store's values: float64 (data), or float32 read in place (data32; data is NULL)."""
-        self.data = self.data32 = NULL
-        if data.dtype == np.float32:
-            self.data32 = <const float*> cnp.PyArray_DATA(data)
-        else:
-            self.data = <const double*> cnp.PyArray_DATA(data)
-
     # The cold paths' row kernels over this store's values, float64 or float32 (the same bits).
-    # Only the terms layout's groups that are not shared-row read float32 values (see __init__);
-    # its hot loops (_dot, _scatter) take the type once a constraint.
     cdef inline double _row_sqnorm(self, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
         if self.data != NULL:
             return row_sqnorm(self.data, s, e, self.bias, bias_col)

@@ -52,11 +52,14 @@ def crc32_as(a, dtype, crc=0, piece=1 << 20):
     return crc
 
 
-def value_dtype(values: np.ndarray):
+def value_dtype(values: np.ndarray, float32: bool = True):
     """float32 when every value is a float32 exactly (indicator features, small integers: the
     kernels widen each to double, so the arithmetic and the model are the same bit for bit at
-    half the memory of the values), else float64. Checked a piece at a time: no full-size
+    half the memory of the values), else float64; float64 when `float32` is False (a task whose
+    kernels read only float64: Task.float32_values). Checked a piece at a time: no full-size
     temporaries."""
+    if not float32:
+        return np.float64
     piece = 1 << 20
     with np.errstate(over="ignore", invalid="ignore"):    # a value past float32's range: float64
         for s in range(0, len(values), piece):

@@ -313,8 +313,9 @@ class RowStore:
         starts = indptr[rows]
         lengths = indptr[rows + 1] - starts
         total = int(lengths.sum())
-        if self._data.dtype != data_.dtype and (self.nnz == 0 or self._data.dtype == np.float32):
-            self._retype(data_.dtype)
+        dtype = data_.dtype if self.nnz == 0 else np.promote_types(self._data.dtype, data_.dtype)
+        if dtype != self._data.dtype:
+            self._retype(dtype)
         self._reserve(len(rows), total, spare)
         ends = np.cumsum(lengths)
         src = np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
@@ -328,10 +329,10 @@ class RowStore:
         return ids
 
     def _retype(self, dtype):
-        """Values as `dtype` from now on: an empty store takes the first rows' type; float32
-        values widen to float64 (exactly) for rows that are not float32s. A block over the old
+        """Values as `dtype` from now on (an empty store takes the first rows' type; float32
+        values widen to float64 exactly for rows that are not float32s). A block over the old
         array is stale afterwards, as after a compaction."""
-        self._data = self._data.astype(np.float64 if self.nnz else dtype)
+        self._data = self._data.astype(dtype)
         self.compactions += 1
 
     def _reserve(self, rows, nnz, spare=None):
@@ -1439,11 +1440,10 @@ def _checked(blocks, path, zero_based):
 def _compact(block, float32_values=False):
     """A block's own copy with int32 columns, holding nothing of the block it was cut from; its
     values float32 when they all are float32s and the task reads them so (Task.float32_values)."""
-    values = (block.data.astype(np.float32) if float32_values
-              and data.value_dtype(block.data) == np.float32 else block.data.copy())
-    return data.Block(np.array(block.indptr, np.int64), block.indices.astype(np.int32),
-                      values, block.target.copy(), block.qid.copy(), block.cost.copy(),
-                      block.line.copy(), block.n_features, block.nbytes)
+    values = block.data.astype(data.value_dtype(block.data, float32_values))     # (a copy)
+    return data.Block(np.array(block.indptr, np.int64), block.indices.astype(np.int32), values,
+                      block.target.copy(), block.qid.copy(), block.cost.copy(), block.line.copy(),
+                      block.n_features, block.nbytes)
 
 
 def _windows(blocks, grouping, size, max_rows, parts=False, float32_values=False):

@@ -318,9 +318,14 @@ class LabelledTask(Task):
                             f"model's {self.K} {self.labels_noun} ({describe_labels(self.labels)})")
         return k.astype(np.int64)
 
-    def class_major(self, w_blocks):
-        """Feature-major blocks (width x K, flat) as K class-major rows (flat)."""
-        return np.asarray(w_blocks, dtype=np.float64).reshape(-1, self.K).T.ravel()
+    def class_major(self, w_blocks, out=None):
+        """Feature-major blocks (width x K, flat) as K class-major rows (flat); written into `out`
+        (flat, as long) when given, with no temporary copy."""
+        rows = np.asarray(w_blocks, dtype=np.float64).reshape(-1, self.K).T
+        if out is None:
+            return rows.ravel()
+        out.reshape(self.K, -1)[...] = rows
+        return out
 
     def feature_major(self, w_blocks):
         """K class-major rows (flat) as feature-major blocks (flat)."""
