@@ -118,7 +118,7 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
     w[j * K : j * K + K], the bias weights w[n_cols * K : n_cols * K + K]; one pass over a row reads
     them contiguously.
 
-    CSR rows (indptr, indices int64 or int32, data float64 or float32); columns outside [0, n_cols) are
+    CSR rows (indptr, indices int64 or int32, data float64, float32 or uint8); columns outside [0, n_cols) are
     ignored (a test file may have features the model never saw). w must hold at least K * width
     weights (a sequence model's transitions may follow).
     """
@@ -130,8 +130,8 @@ def block_scores(indptr, indices, data, w, int64_t n_cols, int64_t K, double bia
         ind_a = np.ascontiguousarray(indices)       # read in place (a sequence problem's store)
     else:
         ind_a = _array(indices, np.int64, 1, "indices")
-    if isinstance(data, np.ndarray) and data.dtype == np.float32 and data.ndim == 1:
-        dat_a = np.ascontiguousarray(data)          # read in place (a store of float32 values)
+    if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.uint8) and data.ndim == 1:
+        dat_a = np.ascontiguousarray(data)          # read in place (a store of float32 or byte values)
     else:
         dat_a = _array(data, np.float64, 1, "data")
     if ind_a.shape[0] != dat_a.shape[0]:

@@ -6,7 +6,7 @@
 # A row may carry LIBLINEAR's implicit bias feature: a constant `bias` stored in column `bias_col`
 # of w (bias_col < 0: no bias feature). It is never materialised in the CSR arrays.
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 ctypedef fused index_t:
     int32_t
@@ -28,9 +28,11 @@ ctypedef fused offset_t:
     int64_t
 
 # CSR values: float64, or float32 where a store keeps them so because every value is a float32
-# exactly (svmtrain.data.value_dtype: the sequence task's indicator features). Each is widened to
-# double before any arithmetic, so both give the same bits.
+# exactly, or a byte where every value is an integer from 0 to 255 (svmtrain.data.value_dtype: the
+# sequence task's indicator features). Each is widened to double before any arithmetic, so all
+# three give the same bits.
 ctypedef fused value_t:
+    uint8_t
     float
     double
 

@@ -52,21 +52,26 @@ def crc32_as(a, dtype, crc=0, piece=1 << 20):
     return crc
 
 
-def value_dtype(values: np.ndarray, float32: bool = True):
-    """float32 when every value is a float32 exactly (indicator features, small integers: the
-    kernels widen each to double, so the arithmetic and the model are the same bit for bit at
-    half the memory of the values), else float64; float64 when `float32` is False (a task whose
-    kernels read only float64: Task.float32_values). Checked a piece at a time: no full-size
-    temporaries."""
-    if not float32:
+def value_dtype(values: np.ndarray, compact: bool = True, *, bytes_too: bool = True):
+    """The narrowest type that holds every value exactly: uint8 when each is an integer from 0 to
+    255 (indicator features, counts: an eighth of the memory), else float32 when each is a float32
+    (half), else float64. The kernels widen each value to double before any arithmetic, so the
+    model is the same bit for bit. float64 when `compact` is False (a task whose kernels read only
+    float64: Task.compact_values); no bytes when `bytes_too` is False (a constraint's scales, which
+    the engine reads as float32 or float64). Checked a piece at a time: no full-size temporaries."""
+    if not compact:
         return np.float64
     piece = 1 << 20
+    narrowest = np.uint8 if bytes_too else np.float32
     with np.errstate(over="ignore", invalid="ignore"):    # a value past float32's range: float64
         for s in range(0, len(values), piece):
             v = values[s:s + piece]
-            if not np.array_equal(v.astype(np.float32), v):
+            if narrowest == np.uint8 and not (np.array_equal(v.astype(np.uint8), v)
+                                              and not np.signbit(v).any()):    # -0.0: not a byte
+                narrowest = np.float32
+            if narrowest == np.float32 and not np.array_equal(v.astype(np.float32), v):
                 return np.float64
-    return np.float32
+    return narrowest
 
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -101,7 +106,7 @@ class Block:
 
     indptr: np.ndarray   # int64, n_rows + 1, indptr[0] == 0
     indices: np.ndarray  # int64 0-based columns (int32 in a task's store: index_dtype)
-    data: np.ndarray     # float64 (float32 in a task's store where exact: value_dtype)
+    data: np.ndarray     # float64 (uint8 or float32 in a task's store where exact: value_dtype)
     target: np.ndarray   # float64, per row
     qid: np.ndarray      # int64, per row, -1 = no qid
     cost: np.ndarray     # float64, per row, 1.0 = no cost

@@ -35,7 +35,7 @@ class ConstraintCache:
 
     indptr: np.ndarray
     indices: np.ndarray
-    data: np.ndarray          # float64, or float32 (svmtrain.data.value_dtype)
+    data: np.ndarray          # float64, or float32 or uint8 (svmtrain.data.value_dtype)
     n_cols: int
     tptr: np.ndarray          # int64, n_constraints + 1
     term_row: np.ndarray      # int64 (or int32) per term

@@ -377,21 +377,26 @@ def test_int32_term_rows_and_offsets_give_the_int64_solve(make):
 @pytest.mark.parametrize("make", [lambda: random_cache(5), lambda: random_terms_cache(5, bias=1.0),
                                   lambda: strided_terms_cache(5),
                                   lambda: multiclass_cache(6, n=12, n_cols=4, K=4, C=0.2, bias=1.5)])
-def test_float32_values_and_scales_give_the_float64_solve(make):
-    """A store whose values are float32s exactly, and terms whose scales are (the sequence task
-    keeps both as float32: svmtrain.data.value_dtype), are read in place and solved as float64
-    ones, bit for bit: one-row, terms, strided and shared-row (Crammer-Singer) layouts."""
+def test_compact_values_and_scales_give_the_float64_solve(make):
+    """A store whose values are float32s or bytes exactly, and terms whose scales are float32s
+    (the sequence task keeps them so: svmtrain.data.value_dtype), are read in place and solved as
+    float64 ones, bit for bit: one-row, terms, strided and shared-row (Crammer-Singer) layouts."""
     c = make()
-    c.data = c.data.astype(np.float32).astype(np.float64)       # values a float32 holds exactly
-    c.term_scale = np.asarray(c.term_scale).astype(np.float32).astype(np.float64)
-    wide = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
-    values, scales = c.data, c.term_scale
-    for narrow_values, narrow_scales in ((True, False), (False, True), (True, True)):
-        c.data = values.astype(np.float32) if narrow_values else values
-        c.term_scale = scales.astype(np.float32) if narrow_scales else scales
-        narrow = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
-        assert narrow.w.tobytes() == wide.w.tobytes() and narrow.alpha.tobytes() == wide.alpha.tobytes()
-        assert narrow.epochs == wide.epochs
+    for narrowest in (np.float32, np.uint8):
+        # values the narrow type holds exactly
+        c.data = np.abs(np.round(c.data * 4)) if narrowest == np.uint8 else c.data
+        c.data = c.data.astype(narrowest).astype(np.float64)
+        c.term_scale = np.asarray(c.term_scale).astype(np.float32).astype(np.float64)
+        wide = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
+        values, scales = c.data, c.term_scale
+        for narrow_values, narrow_scales in ((True, False), (False, True), (True, True)):
+            c.data = values.astype(narrowest) if narrow_values else values
+            c.term_scale = scales.astype(np.float32) if narrow_scales else scales
+            narrow = solve(c, epsilon=1e-9, max_epochs=5000, seed=4)
+            assert narrow.w.tobytes() == wide.w.tobytes() and narrow.alpha.tobytes() == wide.alpha.tobytes()
+            assert narrow.epochs == wide.epochs
+        assert wide.w.any()
+        c.data = values
     bad = values.astype(np.float32)
     bad[0] = np.inf
     with pytest.raises(ValueError, match="finite"):

@@ -83,20 +83,26 @@ def test_accumulate_plane_and_gram_row_match_dense_arithmetic():
                                stride, dense32, mark32, touched32)
     assert count32 == count and dense32.tobytes() == dense.tobytes()
     # float32 values and scales (a sequence store's and cache's, where each is a float32
-    # exactly) give the plane and the dots of the same values in float64, bit for bit
+    # exactly), and byte values (indicator features, counts), give the plane and the dots of the
+    # same values in float64, bit for bit
     from svmtrain._linear import term_dots
     exact, scales = values.astype(np.float32), cons.term_scale.astype(np.float32)
-    planes, dots = [], []
-    for v, sc in ((exact.astype(np.float64), scales.astype(np.float64)), (exact, scales),
-                  (exact, scales.astype(np.float64)), (exact.astype(np.float64), scales)):
-        d, m, t = np.zeros(n_w), np.zeros(n_w, np.uint8), np.empty(n_w, np.int64)
-        accumulate_plane(indptr, indices.astype(np.int32), v, n_cols, cons.tptr,
-                         cons.term_row.astype(np.int32), sc, cons.term_offset.astype(np.int32),
-                         cons.term_bias, weight, bias, True, stride, d, m, t)
-        planes.append(d.tobytes())
-        dots.append(term_dots(indptr, indices, v, n_cols, cons.tptr, cons.term_row, sc,
-                              cons.term_offset, cons.term_bias, expect, bias, True, stride).tobytes())
-    assert len(set(planes)) == 1 and len(set(dots)) == 1
+    counts = np.minimum(np.abs(np.round(values * 3)), 255)
+    assert np.any(counts > 1)
+    for cases in (((exact.astype(np.float64), scales.astype(np.float64)), (exact, scales),
+                   (exact, scales.astype(np.float64)), (exact.astype(np.float64), scales)),
+                  ((counts, scales), (counts.astype(np.uint8), scales))):
+        planes, dots = [], []
+        for v, sc in cases:
+            d, m, t = np.zeros(n_w), np.zeros(n_w, np.uint8), np.empty(n_w, np.int64)
+            accumulate_plane(indptr, indices.astype(np.int32), v, n_cols, cons.tptr,
+                             cons.term_row.astype(np.int32), sc, cons.term_offset.astype(np.int32),
+                             cons.term_bias, weight, bias, True, stride, d, m, t)
+            planes.append(d.tobytes())
+            dots.append(term_dots(indptr, indices, v, n_cols, cons.tptr, cons.term_row, sc,
+                                  cons.term_offset, cons.term_bias, expect, bias, True,
+                                  stride).tobytes())
+        assert len(set(planes)) == 1 and len(set(dots)) == 1
     cols = np.sort(touched[:count])
     others = [np.flatnonzero(v).astype(np.int64) for v in rng.standard_normal((3, n_w))]
     vals = [rng.standard_normal(len(c)) for c in others]

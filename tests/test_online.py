@@ -226,23 +226,26 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
             assert len(store._data) == len(store._indices) == store.nnz + spare_nnz
 
 
-def test_row_store_keeps_float32_values_until_rows_that_are_not_come():
-    """Rows whose values are float32s (the sequence task's indicator features) are held as
-    float32, half the bytes; the first rows that are not widen the store to float64, each value
-    kept exactly; rows of float64 into a float64 store stay float64."""
+def test_row_store_keeps_narrow_values_until_rows_that_are_not_come():
+    """Rows whose values are bytes (the sequence task's indicator features) are held as bytes;
+    the first rows that are not widen the store to float32 and then to float64, each value kept
+    exactly; rows of float64 into a float64 store stay float64."""
     rng = np.random.default_rng(2)
     indptr = np.array([0, 2, 5, 6])
     indices = np.array([0, 3, 1, 2, 4, 0])
-    ones = np.ones(6, np.float32)
+    ones = np.ones(6, np.uint8)
     store = RowStore()
     store.add(indptr, indices, ones, np.arange(3))
-    assert store.data.dtype == np.float32 and store.nbytes == 8 * 4 + 8 * 6 + 8 * 3
+    assert store.data.dtype == np.uint8 and store.nbytes == 8 * 4 + 5 * 6 + 8 * 3
     store.add(indptr, indices, ones * 2, np.array([2, 0]))
-    assert store.data.dtype == np.float32 and store.data.tolist() == [1.0] * 6 + [2.0] * 3
+    assert store.data.dtype == np.uint8 and store.data.tolist() == [1] * 6 + [2] * 3
+    store.add(indptr, indices, np.full(6, 0.5, np.float32), np.array([2]))
+    assert store.data.dtype == np.float32 and store.nbytes == 8 * 7 + 8 * 10 + 8 * 6
+    assert store.data.tolist() == [1.0] * 6 + [2.0] * 3 + [0.5]
     tenths = rng.normal(size=6)
     store.add(indptr, indices, tenths, np.array([1]))
-    assert store.data.dtype == np.float64 and store.nbytes == 8 * 7 + 12 * 12 + 8 * 6
-    assert store.data.tolist() == [1.0] * 6 + [2.0] * 3 + tenths[2:5].tolist()
+    assert store.data.dtype == np.float64 and store.nbytes == 8 * 8 + 12 * 13 + 8 * 7
+    assert store.data.tolist() == [1.0] * 6 + [2.0] * 3 + [0.5] + tenths[2:5].tolist()
     store.add(indptr, indices, ones, np.array([0]))
     assert store.data.dtype == np.float64 and store.data[-2:].tolist() == [1.0, 1.0]
     wide = RowStore()
@@ -251,18 +254,20 @@ def test_row_store_keeps_float32_values_until_rows_that_are_not_come():
     assert wide.data.dtype == np.float64 and wide.data.tolist() == tenths.tolist() + [1.0] * 6
 
 
-def test_a_window_part_keeps_float32_values_for_a_task_that_reads_them():
-    """online-dual's window parts (the pinned store's rows) take float32 values where the task
-    reads them so (the sequence task) and every value is a float32; else their float64 copy."""
+def test_a_window_part_keeps_narrow_values_for_a_task_that_reads_them():
+    """online-dual's window parts (the pinned store's rows) take the narrowest exact type of their
+    values where the task reads it (the sequence task): bytes, float32; else their float64 copy."""
     from svmtrain.solvers.online import _compact
     from svmtrain.tasks.sequence import Sequence
-    assert Sequence.float32_values and not task_class("binary").float32_values
+    assert Sequence.compact_values and not task_class("binary").compact_values
     ones = data.Block(np.array([0, 2, 3]), np.array([0, 4, 1]), np.array([1.0, 2.0, 1.0]),
                       np.array([1.0, 2.0]), np.array([1, 1]), np.ones(2), np.array([1, 2]), 5, 30)
     part = _compact(ones, True)
-    assert part.data.dtype == np.float32 and part.data.tolist() == [1.0, 2.0, 1.0]
+    assert part.data.dtype == np.uint8 and part.data.tolist() == [1, 2, 1]
     assert part.indices.dtype == np.int32 and not np.shares_memory(part.data, ones.data)
     assert _compact(ones, False).data.dtype == np.float64
+    ones.data[1] = 0.5
+    assert _compact(ones, True).data.dtype == np.float32
     ones.data[1] = 0.1
     assert _compact(ones, True).data.dtype == np.float64
 
@@ -454,6 +459,12 @@ def test_stdin_limits_and_bad_states_exit_2(runner, a9a5k, tmp_path):
     np.savez(tmp_path / "bad.npz", **z)
     r = run(runner, "train", "--warm-start", tmp_path / "bad.npz", heart, tmp_path / "m2")
     assert r.exit_code == 2 and "cannot resume" in r.output
+    # values may be bytes (a sequence store's), not other integers
+    z = dict(np.load(state))
+    z["store_data"] = z["store_data"].astype(np.int16)
+    np.savez(tmp_path / "bad.npz", **z)
+    r = run(runner, "train", "--warm-start", tmp_path / "bad.npz", heart, tmp_path / "m2")
+    assert r.exit_code == 2 and "store_data" in r.output and not (tmp_path / "m2").exists()
     interrupt.reset()
 
 

@@ -55,6 +55,13 @@ def test_block_scores_matches_dense_product_and_ignores_extra_columns(has_bias, 
     F32 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), exact, fm, n_cols, K,
                        bias, has_bias, True)
     assert F32.tobytes() == F64.tobytes()
+    # and byte values (indicator features) as their doubles too
+    counts = np.minimum(np.abs(np.round(X.data * 3)), 255)
+    F64 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), counts, fm, n_cols, K,
+                       bias, has_bias, True)
+    F8 = block_scores(X.indptr.astype(np.int64), X.indices.astype(np.int32), counts.astype(np.uint8),
+                      fm, n_cols, K, bias, has_bias, True)
+    assert F8.tobytes() == F64.tobytes() and np.any(counts > 1)
 
 
 def test_block_scores_on_a_block_whose_pointers_do_not_start_at_zero():

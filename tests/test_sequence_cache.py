@@ -183,37 +183,43 @@ def test_the_sequence_store_holds_the_rows_once_with_int32_columns():
     assert dots[0].tobytes() == dots[1].tobytes()
 
 
-def test_float32_values_and_scales_are_kept_only_where_exact(tmp_path):
-    """Indicator features (every value 1) are kept as float32s, and so are the terms' scales
-    (+-1 and counts); a file whose values a float32 cannot hold keeps float64 values."""
+def test_values_and_scales_are_kept_in_the_narrowest_exact_type(tmp_path):
+    """Indicator features (every value 1) are kept as bytes, halves and 256s as float32s, tenths
+    as float64s; the terms' scales (+-1 and counts, times Delta) as float32s, never bytes (they
+    are negative too)."""
     block = data.load(str(CONLL))
     task = task_class("sequence").from_training_data(block, str(CONLL), {"rescaling": "slack"})
     geometry = Geometry(block.n_features)
     problem = task.problem(block, str(CONLL), 0.1, geometry)
-    assert problem.data.dtype == np.float32 and np.shares_memory(block.data, problem.data)
+    assert problem.data.dtype == np.uint8 and np.shares_memory(block.data, problem.data)
     w = np.random.default_rng(5).normal(size=task.n_weights(geometry))
     _, worst = task.worst_offenders(w, problem, block)
     assert worst.term_scale.dtype == np.float32 and np.abs(worst.term_scale).max() > 1   # Delta
-    tenths = tmp_path / "tenths.svm"
-    tenths.write_text(re.sub(r"(?<= )(\d+):1(?=\s)", r"\1:0.1", CONLL.read_text()))
-    block = data.load(str(tenths))
-    problem = task.problem(block, str(tenths), 0.1, geometry)
-    assert problem.data.dtype == np.float64 and np.any(problem.data[:-1] == 0.1)
-    assert data.value_dtype(np.array([1.0, 0.5, -3.0, 2.0 ** 24])) == np.float32
+    for value, kept in (("0.5", np.float32), ("256", np.float32), ("0.1", np.float64)):
+        changed = tmp_path / f"values{value}.svm"
+        changed.write_text(re.sub(r"(?<= )(\d+):1(?=\s)", rf"\1:{value}", CONLL.read_text()))
+        block = data.load(str(changed))
+        problem = task.problem(block, str(changed), 0.1, geometry)
+        assert problem.data.dtype == kept and np.any(problem.data[:-1] == float(value)), value
+    assert data.value_dtype(np.array([0.0, 1.0, 2.0, 255.0])) == np.uint8
+    assert data.value_dtype(np.array([1.0, 2.0]), bytes_too=False) == np.float32
+    assert data.value_dtype(np.array([1.0, 2.0]), False) == np.float64
+    for not_a_byte in (-1.0, 256.0, 0.5, -0.0, 2.0 ** 24, np.inf):
+        assert data.value_dtype(np.array([1.0] * 5 + [not_a_byte])) == np.float32, not_a_byte
     for inexact in (0.1, 2.0 ** 24 + 1, 1e300, np.nan):
         assert data.value_dtype(np.array([1.0] * 5 + [inexact])) == np.float64, inexact
 
 
 @pytest.mark.parametrize("mode", ["n-slack", "1-slack", "online-dual"])
 @pytest.mark.parametrize("rescaling", ["margin", "slack"])
-def test_float32_values_and_scales_train_the_float64_model(monkeypatch, mode, rescaling):
-    """Keeping values and scales as float32 changes no bit of the model: each is widened to
-    double before any arithmetic."""
+def test_compact_values_and_scales_train_the_float64_model(monkeypatch, mode, rescaling):
+    """Keeping values as bytes and scales as float32 changes no bit of the model: each is
+    widened to double before any arithmetic."""
     import svmtrain
     import svmtrain.tasks.sequence as sequence
     problem = svmtrain.Problem(task="sequence", C=0.1, rescaling=rescaling)
     narrow = svmtrain.train(str(CONLL), problem, mode=mode)
-    monkeypatch.setattr(sequence.Sequence, "float32_values", False)     # values and scales
+    monkeypatch.setattr(sequence.Sequence, "compact_values", False)     # values and scales
     wide = svmtrain.train(str(CONLL), problem, mode=mode)
     assert narrow.w.tobytes() == wide.w.tobytes()
     assert narrow.certificate == wide.certificate

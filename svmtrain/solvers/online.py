@@ -127,7 +127,8 @@ suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs 
   n-slack to 170 MB as well): UD 173 MB, conll2000 197 MB (n-slack 201 MB), sector 155 MB. With
   float32 values and term scales for the sequence task (the window's rows in the store too) and
   the certificate pass reading blocks in place: UD 158 MB (n-slack 145 MB), conll2000 177 MB
-  (n-slack 166 MB).
+  (n-slack 166 MB); with the values as bytes (indicator features): UD 153 MB (n-slack 140 MB),
+  conll2000 156 MB (n-slack 151 MB).
   DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
   window, so that their one pass is the cutting-plane loop above; binary files are cut by
   shuffle_window (100,000 rows) first, as before.
@@ -254,8 +255,9 @@ class RowStore:
     """CSR rows copied out of streamed chunks, with a count of the cached terms using each row.
 
     Columns are int32, the engine's own (it reads them in place instead of converting a copy).
-    Values are float32 while every row added had float32 values (the sequence task keeps its
-    indicator features so: svmtrain.data.value_dtype), float64 from the first that had not.
+    Values are uint8 while every row added had uint8 values (the sequence task keeps its
+    indicator features so: svmtrain.data.value_dtype), then float32 or float64 (numpy's promotion
+    of the two types) from the first rows that had not.
     Arrays grow by doubling (appending a chunk's rows costs its own size, not the store's). The
     rows of the shuffle window being looked at are the store's too (`pin`): the window is held
     once, its rows are never compacted away while it is looked at, and a constraint on one of
@@ -270,8 +272,8 @@ class RowStore:
         self._indptr = _grown(np.asarray(indptr, np.int64), len(indptr))
         self._indices = _grown(np.asarray(indices, np.int32), self.nnz)
         data_ = np.asarray(data_)
-        self._data = _grown(data_.astype(np.float32 if data_.dtype == np.float32 else np.float64,
-                                         copy=False), self.nnz)
+        self._data = _grown(data_.astype(data_.dtype if data_.dtype in (np.uint8, np.float32)
+                                         else np.float64, copy=False), self.nnz)
         self._refs = _grown(np.asarray(refs, np.int64), self.n_rows)
         self.pinned = None     # (first row, rows) of the window being looked at
         self.compactions = 0   # how often the arrays were rebuilt (a block over them is then stale)
@@ -329,8 +331,8 @@ class RowStore:
         return ids
 
     def _retype(self, dtype):
-        """Values as `dtype` from now on (an empty store takes the first rows' type; float32
-        values widen to float64 exactly for rows that are not float32s). A block over the old
+        """Values as `dtype` from now on (an empty store takes the first rows' type; narrower
+        values widen exactly for rows that the narrower type cannot hold). A block over the old
         array is stale afterwards, as after a compaction."""
         self._data = self._data.astype(dtype)
         self.compactions += 1
@@ -780,7 +782,7 @@ class OnlineDual:
         # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
         pinned = not self.controlled     # a controlled task's problem rows are not the window's
         for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows,
-                               parts=pinned, float32_values=self.task.float32_values):
+                               parts=pinned, compact_values=self.task.compact_values):
             if pinned:
                 # the window's rows are the row store's while it is looked at: held once, and a
                 # constraint on one of them costs no copy (UD English EWT in one window: the store
@@ -1437,20 +1439,20 @@ def _checked(blocks, path, zero_based):
         del block                   # not held while the next block is read
 
 
-def _compact(block, float32_values=False):
+def _compact(block, compact_values=False):
     """A block's own copy with int32 columns, holding nothing of the block it was cut from; its
-    values float32 when they all are float32s and the task reads them so (Task.float32_values)."""
-    values = block.data.astype(data.value_dtype(block.data, float32_values))     # (a copy)
+    values in the narrowest type that holds them where the task reads it (Task.compact_values)."""
+    values = block.data.astype(data.value_dtype(block.data, compact_values))     # (a copy)
     return data.Block(np.array(block.indptr, np.int64), block.indices.astype(np.int32), values,
                       block.target.copy(), block.qid.copy(), block.cost.copy(), block.line.copy(),
                       block.n_features, block.nbytes)
 
 
-def _windows(blocks, grouping, size, max_rows, parts=False, float32_values=False):
+def _windows(blocks, grouping, size, max_rows, parts=False, compact_values=False):
     """Blocks of whole examples re-cut into shuffle windows of at most `size` examples and at most
     `max_rows` rows (at least one example each), independent of how the reader cut the file. With
     one row per example and max_rows >= size these are _rechunk's chunks of `size`. `parts`: a
-    window is the list of its parts, each compact (_compact, with float32_values), not one block
+    window is the list of its parts, each compact (_compact, with compact_values), not one block
     joined from them."""
     pending = []                       # blocks of the window being filled
     have_examples = have_rows = 0
@@ -1471,7 +1473,7 @@ def _windows(blocks, grouping, size, max_rows, parts=False, float32_values=False
             k = min(k, max(k_rows, first + (1 if not pending else 0)))
             if k > first:
                 part = block.rows(int(starts[first]), int(starts[k]))
-                pending.append(_compact(part, float32_values) if parts else part)
+                pending.append(_compact(part, compact_values) if parts else part)
                 del part
                 have_examples += k - first
                 have_rows += int(starts[k] - starts[first])
@@ -1569,7 +1571,8 @@ _ARRAY_KEYS = {
     "w": np.floating, "tptr": np.integer, "term_row": np.integer, "term_scale": np.floating,
     "term_offset": np.integer, "term_bias": np.bool_, "margin": np.floating, "group": np.integer,
     "key": np.integer, "C": np.floating, "alpha": np.floating, "age": np.integer, "idle": np.integer,
-    "store_indptr": np.integer, "store_indices": np.integer, "store_data": np.floating,
+    "store_indptr": np.integer, "store_indices": np.integer,
+    "store_data": (np.floating, np.uint8),      # (a sequence store's values may be bytes)
     "store_refs": np.integer, "store_window_row": np.integer, "qids_done": np.integer,
 }
 _SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "window_rows", "revisit", "shuffle_window",
@@ -1606,7 +1609,8 @@ def load_state(arrays, fields):
             raise StateError(f"missing '{k}'")
     for k, kind in _ARRAY_KEYS.items():
         a = arrays[k]
-        if a.ndim != 1 or not (np.issubdtype(a.dtype, kind) or a.size == 0):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if a.ndim != 1 or not (any(np.issubdtype(a.dtype, k) for k in kinds) or a.size == 0):
             raise StateError(f"'{k}' is not a 1-D array of the right type")
         if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             raise StateError(f"'{k}' holds NaN or inf")

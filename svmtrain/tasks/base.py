@@ -191,9 +191,10 @@ class Task(ABC):
     #: True when an example is named by a key from the data (`example_keys`) rather than by its
     #: position in the file: its rows may lie anywhere (online-dual streams such a task row by row)
     keyed_examples = False
-    #: True when every kernel the task's problem and oracle run on reads float32 values in place
-    #: (svmtrain.data.value_dtype): its row stores then keep values that are float32s exactly so
-    float32_values = False
+    #: True when every kernel the task's problem and oracle run on reads uint8 and float32 values in
+    #: place (svmtrain.data.value_dtype): its row stores then keep each value in the narrowest of
+    #: uint8, float32 and float64 that holds every value exactly
+    compact_values = False
 
     # -- set-up (the defaults are those of a task without labels or options) ---------------------
     @classmethod

@@ -84,7 +84,7 @@ def sentence_costs(block, path):
 class Sequence(LabelledTask):
     name = "sequence"
     grouping = "consecutive"
-    float32_values = True       # its store, oracle, engine and plane builder read float32 values
+    compact_values = True       # its store, oracle, engine and plane builder read byte and float32 values
     examples_are = "sentences"
     default_loss = "hamming"
     label_noun, labels_noun = "tag", "tags"
@@ -143,7 +143,7 @@ class Sequence(LabelledTask):
         indices = np.empty(nnz + 1, index_dtype(max(geometry.n_cols, 1)))
         indices[:nnz] = block.indices
         indices[nnz] = 0
-        data = np.empty(nnz + 1, value_dtype(block.data, self.float32_values))
+        data = np.empty(nnz + 1, value_dtype(block.data, self.compact_values))
         data[:nnz] = block.data
         data[nnz] = 1.0
         block.indptr, block.indices, block.data = indptr[:-1], indices[:-1], data[:-1]
@@ -230,7 +230,8 @@ class Sequence(LabelledTask):
         # on), the scales (+-1, a count, times Delta) float32 when each is one exactly: the
         # cache's terms cost 13 bytes, not 25 (UD English EWT: 1-2 million of them)
         index = index_dtype(max(unit_row, K * W + (K + 1) * K))
-        term_scale = term_scale.astype(value_dtype(term_scale, self.float32_values), copy=False)
+        term_scale = term_scale.astype(value_dtype(term_scale, self.compact_values, bytes_too=False),
+                                       copy=False)
         return Constraints(tptr, term_row.astype(index), term_scale, term_offset.astype(index),
                            term_bias, margin.astype(np.float64),
                            first_sentence + np.arange(n_seq, dtype=np.int64), key)
