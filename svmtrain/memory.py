@@ -13,7 +13,11 @@ resident memory up to far above what it holds. A fixed threshold switches the ad
 STREAM_MMAP_THRESHOLD = 128 * 1024
 
 #: sequence n-slack: see svmtrain.pipeline._train_batch for the measurements that chose it
-ROUNDS_MMAP_THRESHOLD = 4 * 1024 * 1024
+ROUNDS_MMAP_THRESHOLD = 256 * 1024
+
+#: online-dual on a structured task (its windows are cutting-plane rounds too): see
+#: svmtrain.pipeline._train_online
+WINDOWS_MMAP_THRESHOLD = 4 * 1024 * 1024
 
 
 def fix_mmap_threshold(nbytes):

@@ -232,8 +232,11 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
         # cache's, the engine's): with glibc's own mmap threshold the freed heap is never given
         # back. UD English EWT UPOS, C 0.1, models bit for bit the same: peak RSS 395 MB with
         # glibc's adjustment, 313 MB at 4 MB, 283 MB at 128 KB, for 1.0 / 3.5 / 7.3 s of system
-        # time (of about 37 s). 1-slack, and the other tasks, hold what their peak needs
-        # (kddcup99 binary, sector: within 3% either way).
+        # time (of about 37 s). Since the cache and the rows shrank (2026-11-25, 2 runs each):
+        # 139.6 MB at 4 MB, 133.5 at 512 KB, 130.8 at 256 KB, 129.3 at 128 KB, for 1.2-1.5 /
+        # 2.1-2.4 / 3.2-3.3 / 3.7-4.2 s of system time (of 40-45 s; the wall times within the
+        # noise): 256 KB. 1-slack, and the other tasks, hold what their peak needs (kddcup99
+        # binary, sector: within 3% either way).
         from svmtrain.memory import ROUNDS_MMAP_THRESHOLD, fix_mmap_threshold
         fix_mmap_threshold(ROUNDS_MMAP_THRESHOLD)
     c = run.controls.as_dict()
@@ -291,6 +294,13 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
             bar.close()
         trace.close()
 
+    left = run.model_file if result.interrupted else None
+    wanted = state_files["save_state_file"] if state_files is not None else c.get("save_state_file")
+    if not (wanted or left or (name == "n-slack" and run.keep_dual_state)):
+        # no state asked for: the model needs only w, so the cache and the rows go before its
+        # weights are laid out and written (the end of a UD English EWT n-slack run, its peak)
+        result.cache = result.listed = None
+        controlled.block = block = None
     model = build_model(p, name, n_features=result.geometry.n_cols,
                         w=task.model_weights(result.w, result.geometry), dual=result.dual,
                         primal=result.primal, relative_gap=result.relative_gap,
@@ -299,7 +309,6 @@ def _train_batch(run: TrainingRun, stats: RunStats, warn):
     if run.model_file is not None:
         write_model_file(model, run.model_file, run.model_format)
     # --save-state; an interrupted run also leaves MODEL_FILE.state.npz to --warm-start from
-    left = run.model_file if result.interrupted else None
     if state_files is not None:
         state = state_files["save_state_file"] or (f"{left}.state.npz" if left else None)
         if state:
@@ -335,7 +344,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     from svmtrain.controls import Controls as ControlState
     from svmtrain.progress import byte_bar
     from svmtrain.solvers import SOLVERS
-    from svmtrain.memory import ROUNDS_MMAP_THRESHOLD, STREAM_MMAP_THRESHOLD, fix_mmap_threshold
+    from svmtrain.memory import STREAM_MMAP_THRESHOLD, WINDOWS_MMAP_THRESHOLD, fix_mmap_threshold
     from svmtrain.solvers.online import (OnlineOptions, StateError, load_state, problem_fields,
                                          save_state, streaming_task, structured)
     from svmtrain.tasks import task_class
@@ -364,7 +373,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
         # UD English EWT and conll2000 one pass 50.7 s and 47.3 s against 55.2 s and 55.9 s at
         # 128 KB (6 s of system time against 11-12), peak RSS 309 / 378 MB against 306 / 373,
         # models bit for bit
-        fix_mmap_threshold(ROUNDS_MMAP_THRESHOLD)
+        fix_mmap_threshold(WINDOWS_MMAP_THRESHOLD)
     limit = mode.cache_bound()
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
