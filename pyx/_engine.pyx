@@ -892,7 +892,7 @@ cdef class DualCD:
 
     # -- row access on constraints: dot, axpy, squared norm, cross product ----------------------
 
-    # The cold paths' row kernels over this store's values, float64 or float32 (the same bits).
+    # The cold paths' row kernels over this store's values, float64, float32 or bytes (the same bits).
     cdef inline double _row_sqnorm(self, int64_t s, int64_t e, int64_t bias_col) noexcept nogil:
         if self.data != NULL:
             return row_sqnorm(self.data, s, e, self.bias, bias_col)
