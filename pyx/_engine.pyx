@@ -96,7 +96,7 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport offset_t, rand_below, row_t, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
+from _sparse cimport offset_t, value_t, rand_below, row_t, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
@@ -924,62 +924,28 @@ cdef class DualCD:
 
     cdef inline double _dot(self, int64_t k, const double* v) noexcept nogil:
         """v . x_c"""
-        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
-        cdef double r = 0.0
-        cdef Term tm
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz
         if not self.terms:
             return self._kind(k).scale * row_dot(v, self.indices, self.data, s, e, self.bias, self.bias_col)
-        # The value type is taken once a constraint, each loop calling the row kernel itself: a
-        # kernel chosen term by term (_row_dot_s) was not inlined here, 10% of a UD English solve.
+        # The value type is taken once a constraint, so each term calls its row kernel inline: a
+        # kernel chosen term by term was not inlined, and cost 10% of a UD English solve.
         if self.data32 != NULL:
-            for t in range(s, e):
-                tm = self._term(t)
-                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data32, tm.start,
-                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
-        elif self.data8 != NULL:
-            for t in range(s, e):
-                tm = self._term(t)
-                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data8, tm.start,
-                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
-        elif self.stride != 1:
-            for t in range(s, e):
-                tm = self._term(t)
-                r += tm.scale * row_dot_s(v + tm.offset, self.indices, self.data, tm.start,
-                                          tm.start + tm.nnz, self.bias, tm.bias_col, self.stride)
-        else:
-            for t in range(s, e):
-                tm = self._term(t)
-                r += tm.scale * row_dot(v + tm.offset, self.indices, self.data, tm.start,
-                                        tm.start + tm.nnz, self.bias, tm.bias_col)
-        return r
+            return terms_dot(self, self.data32, s, e, v)
+        if self.data8 != NULL:
+            return terms_dot(self, self.data8, s, e, v)
+        return terms_dot(self, self.data, s, e, v)
 
     cdef inline void _scatter(self, int64_t k, double d, double* v) noexcept nogil:
         """v += d x_c"""
-        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t
-        cdef Term tm
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz
         if not self.terms:
             row_axpy(d * self._kind(k).scale, self.indices, self.data, s, e, self.bias, self.bias_col, v)
-            return
-        if self.data32 != NULL:         # (as in _dot)
-            for t in range(s, e):
-                tm = self._term(t)
-                row_axpy_s(d * tm.scale, self.indices, self.data32, tm.start, tm.start + tm.nnz,
-                           self.bias, tm.bias_col, v + tm.offset, self.stride)
+        elif self.data32 != NULL:       # (as in _dot)
+            terms_axpy(self, self.data32, s, e, d, v)
         elif self.data8 != NULL:
-            for t in range(s, e):
-                tm = self._term(t)
-                row_axpy_s(d * tm.scale, self.indices, self.data8, tm.start, tm.start + tm.nnz,
-                           self.bias, tm.bias_col, v + tm.offset, self.stride)
-        elif self.stride != 1:
-            for t in range(s, e):
-                tm = self._term(t)
-                row_axpy_s(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz,
-                           self.bias, tm.bias_col, v + tm.offset, self.stride)
+            terms_axpy(self, self.data8, s, e, d, v)
         else:
-            for t in range(s, e):
-                tm = self._term(t)
-                row_axpy(d * tm.scale, self.indices, self.data, tm.start, tm.start + tm.nnz, self.bias,
-                         tm.bias_col, v + tm.offset)
+            terms_axpy(self, self.data, s, e, d, v)
 
     cdef inline double _gradient(self, int64_t k) noexcept nogil:
         """g_c = l_c - w.x_c"""
@@ -2018,3 +1984,37 @@ cdef class DualCD:
         with nogil:
             for j in range(self.n_w):
                 self.w[j] += offset[j]
+
+
+# The terms layout's dot and axpy, one body for each value type of the store. Unit stride (multiclass
+# one-vs-rest rows, ranking) takes the plain kernel: the branch is the same for every term of a
+# store, so it is predicted, and the plain kernel's index arithmetic is a little cheaper.
+cdef inline double terms_dot(DualCD en, const value_t* data, int64_t s, int64_t e,
+                             const double* v) noexcept nogil:
+    cdef double r = 0.0
+    cdef int64_t t
+    cdef Term tm
+    for t in range(s, e):
+        tm = en._term(t)
+        if en.stride == 1:
+            r += tm.scale * row_dot(v + tm.offset, en.indices, data, tm.start, tm.start + tm.nnz,
+                                    en.bias, tm.bias_col)
+        else:
+            r += tm.scale * row_dot_s(v + tm.offset, en.indices, data, tm.start, tm.start + tm.nnz,
+                                      en.bias, tm.bias_col, en.stride)
+    return r
+
+
+cdef inline void terms_axpy(DualCD en, const value_t* data, int64_t s, int64_t e, double d,
+                            double* v) noexcept nogil:
+    cdef int64_t t
+    cdef Term tm
+    for t in range(s, e):
+        tm = en._term(t)
+        if en.stride == 1:
+            row_axpy(d * tm.scale, en.indices, data, tm.start, tm.start + tm.nnz, en.bias,
+                     tm.bias_col, v + tm.offset)
+        else:
+            row_axpy_s(d * tm.scale, en.indices, data, tm.start, tm.start + tm.nnz, en.bias,
+                       tm.bias_col, v + tm.offset, en.stride)
+
