@@ -325,7 +325,7 @@ def bench_online_structured(data, quick, repeat):
         "getrusage; less noisy than wall time on a shared machine); RSS = the process's peak so far; "
         "cache = constraints, cache MB = the cache's arrays and row store. "
         "The run stops after the pass that certifies 1e-3.",
-        "online-dual runs use the defaults (multiclass and sequence: up to 24 looks at a window, "
+        "online-dual runs use the defaults (multiclass and sequence: up to 100 looks at a window, "
         "windows of up to 250000 rows: UD, conll2000 and sector are one window each).",
         "UD: CoNLL-U FORM and UPOS columns, conll2svm's default features; C 0.1 for the sequence "
         "sets, C 1 for sector. x4: the UD training file written 4 times (qids renumbered).",

@@ -46,6 +46,17 @@ class _LabelsFromScores:
         return self.classes_[np.argmax(values, axis=1)]
 
 
+def _classes(estimator, X, y):
+    """X validated, and y as codes into estimator.classes_ (set here): two classes at least."""
+    X, y = validate_data(estimator, X, y, accept_sparse="csr", dtype=np.float64)
+    check_classification_targets(y)
+    estimator.classes_, codes = np.unique(y, return_inverse=True)
+    if len(estimator.classes_) < 2:
+        raise ValueError(f"the classifier needs samples of at least 2 classes in the data, "
+                         f"got 1 class: {estimator.classes_[0]!r}")
+    return X, codes
+
+
 class _LinearSVM(_SparseInput, BaseEstimator):
     """What the linear estimators share: the problem's options, the mode, and fitting."""
 
@@ -99,12 +110,7 @@ class SVMClassifier(_LabelsFromScores, ClassifierMixin, _LinearSVM):
 
     def fit(self, X, y):
         """Train on X (sparse or dense) and y; returns self (its certificate in primal_, dual_, relative_gap_)."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"the classifier needs samples of at least 2 classes in the data, "
-                             f"got 1 class: {self.classes_[0]!r}")
+        X, codes = _classes(self, X, y)
         if len(self.classes_) == 2:
             self._task = "binary"          # the larger code (classes_[1]) is the positive class
             self._train(X, np.where(codes == 1, 1.0, -1.0))
@@ -196,12 +202,7 @@ class BudgetedRBFClassifier(_LabelsFromScores, ClassifierMixin, _SparseInput, Ba
 
     def fit(self, X, y):
         """Train on X (sparse or dense) and y; returns self (its certificate in primal_, dual_, relative_gap_)."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"the classifier needs samples of at least 2 classes in the data, "
-                             f"got 1 class: {self.classes_[0]!r}")
+        X, codes = _classes(self, X, y)
         binary = len(self.classes_) == 2
         target = np.where(codes == 1, 1.0, -1.0) if binary else codes.astype(np.float64)
         gamma = None if self.gamma is None else float(self.gamma)

@@ -131,3 +131,26 @@ def test_device_target_is_written_through_not_replaced(tmp_path):
         f.write("model\n")
     after = os.stat("/dev/null")
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_temporary_name_taken_by_another_file_is_skipped(tmp_path, monkeypatch):
+    # another writer's temporary file (or anything) at the first name drawn is never opened
+    draws = iter([b"\x00" * 4, b"\x00" * 4, b"\x00\x00\x00\x01"])
+    monkeypatch.setattr("svmtrain.atomic.os.urandom", lambda n: next(draws))
+    taken = tmp_path / ".out.txt.tmp-00000000"
+    taken.write_text("someone else's")
+    path = tmp_path / "out.txt"
+    with atomic_output(path) as f:
+        f.write("mine\n")
+        assert (tmp_path / ".out.txt.tmp-00000001").exists()
+    assert path.read_text() == "mine\n"
+    assert taken.read_text() == "someone else's"
+
+
+def test_no_free_temporary_name_raises_naming_the_target(tmp_path, monkeypatch):
+    monkeypatch.setattr("svmtrain.atomic.os.urandom", lambda n: b"\x00" * 4)
+    (tmp_path / ".out.txt.tmp-00000000").write_text("")
+    with pytest.raises(FileExistsError, match="out.txt"):
+        with atomic_output(tmp_path / "out.txt") as f:
+            f.write("x")
+    assert not (tmp_path / "out.txt").exists()

@@ -1,137 +1,83 @@
-"""The online-dual mode: out-of-core training with a cache of hard constraints (Ramanan sec. 3, Alg. 2).
+"""The online-dual mode: out-of-core training over a cache of hard constraints (Ramanan sec. 3,
+Alg. 2; LaRank's process-new and process-old steps; the hard-example cache of Felzenszwalb et al.).
 
 The problem is the one every mode solves (DESIGN.md; C explicit):
 
     P(w) = 1/2 ||w||^2 + sum_i C_i max(0, max_j (l_ij - w.x_ij)),   D(a) <= OPT <= P(w(a))
 
-but the file is only ever streamed, chunk by chunk (svmtrain.data.iter_blocks: plain, compressed or
-standard input), so memory is bounded by the cache and one chunk, never by the data:
+The file is only streamed (svmtrain.data.iter_blocks: plain, compressed or standard input), never
+held: memory is bounded by one window of examples and the cache. Alg. 2 as it runs here:
 
     A = {}, w = 0, UB = LB = 0
     for every chunk of whole examples (a few hundred to a few thousand):
         each example's worst offender j under the current w (the task's loss-augmented inference),
             g_ij = l_ij - w.x_ij
         if g_ij > xi_i - admit_margin (xi_i: the slack example i already pays in the cache, 0 when
-            it has no constraint there; admit_margin = 0 is Alg. 2, see Admission below):
+            it has no constraint there; admit_margin = 0 is Alg. 2, see Admission):
             UB += C_i max(0, g_ij - xi_i), add ij to A with alpha_ij = 0
         if UB - LB > epsilon UB: re-optimise A with the engine (svmtrain.engine.solve, hot-started
             from alpha) until the cached problem's exact bounds meet epsilon / 2; LB = D(alpha),
             UB = the cached problem's exact P; drop the constraints whose alpha has been 0 for more
-            than `keep_rounds` re-optimisations (the paper: 0, at once; see Pruning below)
+            than `keep_rounds` re-optimisations (Pruning)
 
-Order (shuffle windows). Alg. 2 assumes the examples come in no particular order; files often come
-sorted (runs of one label, drift). A window of at most `shuffle_window` examples and at most
-`window_rows` rows is read at a time (whole examples: sentences and queries stay whole) and
-visited in a random order fixed by (seed, pass, the window's first row); the row bound keeps a
-window's memory bounded however long its examples are (100,000 sentences of UD English are 1.6
-million rows), so a file repeated k times costs the memory of one
-window, not k. Before a window is let go its examples, still in memory, are looked at again against
-the current w (LaRank's process-old: an example that looked hard tends to stay hard, and its worst
-offender under the w of its first visit is not the one under the current w); the file is still read
-once, memory is bounded by the window and the cache. The looks stop when a sweep adds no
-constraint, or after `window_looks` sweeps. An example pruned or never added in an earlier window
-is not looked at again in the pass: that is what one pass cannot know, and why its certified gap is
-measured by one more pass. The resume point is the window's first row plus the examples of its
-sweeps done (`window_done`), so a resumed run is exact.
+LB = D(alpha) is a true lower bound on the whole problem (every alpha outside the cache is 0;
+pruning removes only zeros); UB is the cached problem's, not the whole one's. The whole problem's
+P(w) takes one more pass over the data (`objective.primal`, the code path of verify-bound), which
+`train --verify` runs at the end, the default where the data streams. A pass that adds no
+constraint has checked every example at an unchanged w: its UB is then the whole P(w), and
+training stops before the remaining passes. The chunk is the unit of the explore-or-optimise
+decision (Alg. 2 takes it per example; a chunk keeps the Python overhead per example small); chunks
+are cut by examples across the reader's blocks, so the model does not depend on the block size.
 
-Structured tasks (multiclass, sequence: an example has many constraints and the oracle finds one at
-a time; `structured`). A binary example can only give back its one constraint, so three looks
-suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs cutting-plane rounds
-(tens), so the schedule per window is n-slack's over the cache, with Alg. 2's test as its stop:
+Windows. Alg. 2 assumes the examples come in no particular order; files often come sorted (runs of
+one label, drift). The file is read a window at a time, at most `shuffle_window` examples and
+`window_rows` rows of whole examples (sentences and queries stay whole; the row bound keeps a
+window's memory bounded however long its examples are), each visited in a random order fixed by
+(seed, pass, the window's first row). Before a window is let go its examples, still in memory, are
+looked at again under the current w (LaRank's process-old: an example that looked hard tends to
+stay hard, and its worst offender under the w of its first visit is not the one under the current
+w), until a sweep adds no constraint or after `window_looks` sweeps. An example pruned or never
+admitted in an earlier window is not looked at again in the pass: that is what one pass cannot
+know, and why its gap is certified by one more pass. The resume point is the window's first row
+plus the examples of its sweeps done (`window_done`), so a resumed run is exact.
+
+Structured tasks (`structured`: multiclass, sequence, ranking; an example has many constraints and
+the oracle finds one at a time). A binary example can only give back its one constraint, so three
+looks suffice (DEFAULT_WINDOW_LOOKS); a sentence needs as many looks as n-slack needs cutting-plane
+rounds (tens). The schedule of a window is therefore n-slack's over the cache, with Alg. 2's test
+as its stop:
     - a sweep of the window is cut into chunks of `chunk` examples, and into STRUCTURED_MIN_CHUNKS
-      (6) chunks at least, so that w moves inside a sweep;
-    - explore a chunk (LaRank's process-new on the first sweep, process-old after): each example's
-      worst offender under the current w, admitted as above; UB += the raise;
-    - first sweep (every example new): optimise (Alg. 2) after a chunk when UB - LB > epsilon UB,
-      for at most STRUCTURED_INNER_EPOCHS epochs: the next look brings better constraints than a
-      tighter solve of these (n-slack's INNER_EPOCHS, Joachims et al. sec. 4);
-    - later sweeps (every example has been looked at): no re-optimisation inside the sweep, so
-      that a sweep and the capped re-optimisation at its end are one cutting-plane round of
-      n-slack over the window (chunks still bound the memory of exploring);
-    - after a sweep: what it raised is re-optimised (capped); the window is done when
-      the sweep raised UB by at most epsilon UB (it would not have asked for a re-optimisation: the
-      window is covered by the cache at that w) and the cache is solved to epsilon; when only the
-      first holds the cache is solved in full and one more sweep checks the window at that w; at
-      most DEFAULT_STRUCTURED_LOOKS (100) sweeps.
-  Measured on the first 1,000 sentences of UD English EWT (21,857 tokens, C 0.1, chunks of 170,
-  one window), one pass certified 0.62 with three looks and solves to epsilon / 2 (the binary
-  schedule) and 0.040 with twelve looks capped at 10 epochs (79 re-optimisations); capped at 3 or
-  5 epochs, 0.149 and 0.134 (the twelve looks run out); with the default chunk of 1000 (one chunk
-  a sweep) 0.77, and 0.042 once cut into 6 chunks. Re-optimising only the chunk's own
-  constraints after each chunk (LaRank's process step: the rest of alpha held, their w as an
-  offset) and the whole cache after each sweep: 0.12, for 40% less CPU.
-  On the whole files, against n-slack -e 1e-3 in the same session (CPU seconds; this 2-core
-  machine was shared, so only the ratios mean much), re-optimising in every sweep by Alg. 2's test
-  alone:
-  conll2000 (8,936 sentences, 211,727 tokens, C 0.1) one pass certified 1.4e-3 in 155 s of CPU
-  (n-slack: 8.5e-4 in 47.8 s), 93% of it re-optimising (116 solves, 1,178 epochs; the oracle 5 s);
-  UD English EWT (12,544 sentences, C 0.1) 2.1e-3 in 235 s and 9.2e-4 after two passes in 261 s
-  (n-slack: 9.9e-4 in 46.3 s). Re-optimising only once exploring had raised UB by the gap the last
-  re-optimisation left (the rule before the one below): conll2000 2.3e-3 in 84 s (67 solves),
-  6.2e-4 after two passes in 104 s; UD 2.3e-3 in 121 s (104 solves), 1.0e-3 after two passes
-  (140 s), 8.3e-4 after three (146 s); test accuracy that of n-slack within 0.03 point.
-  Twelve looks ran out on all three sets before the window was covered (conll2000: 13 sweeps);
-  24 (DEFAULT_STRUCTURED_LOOKS), one pass: conll2000 7.2e-4 in 106 s of CPU (2.2 times n-slack's),
-  peak RSS 476 MB (1.13 times); UD 1.0e-3 in 146 s (3.2 times), 410 MB (1.17 times); sector
-  (multiclass, C 1, 6,412 examples, one window) 1.6e-3 in 153 s against 2.8e-2 in 88 s with
-  twelve, and three passes of twelve for 8.6e-4 in 236 s (n-slack: 8.6e-4 in 7.9 s, 193 MB).
-  Later sweeps as cutting-plane rounds (no re-optimisation inside a sweep after the first; the
-  rule above): in one session against n-slack (user CPU s, peak RSS; the engine by then reused
-  the norms and gradients of the previous round), UD one pass 109 re-optimisations and 1,120
-  epochs before, 37 and 435 after, certified 9.4e-4 in 63 s (n-slack 36.5 s); with sequence
-  constraints pruned after 2 idle re-optimisations, as n-slack prunes them (the task's
-  `online_keep_inactive`; 200, the binary default, kept 142,386 constraints and 520 MB), 38
-  re-optimisations, 8.8e-4 in 47.4 s and 307 MB against n-slack's 379 MB (1.30 times its CPU,
-  0.81 its memory); at 10 idle, 8.7e-4 in 56.9 s, 438 MB. conll2000: 8.2e-4 in 42.7 s, 373 MB
-  (n-slack 36.4 s, 406 MB: 1.17 times, 0.92). sector (multiclass, keep 200): 1.7e-3 in 22.6 s
-  (n-slack 7.8 s); pruning at 2 idle took 27.5 s there, so multiclass keeps the default.
-  Once a later sweep is one round, 24 looks are too few where n-slack needs more rounds: the test
-  file at C 1 (n-slack: 79 rounds) certified 0.16 after one pass (0.035 with the rule before),
-  6.6e-3 with 48 looks and 8.6e-4 with 100 (67 re-optimisations); sector 8.9e-4 with 100 against
-  1.7e-3 with 24, in 260 epochs against 253; UD the same model (its window was done before 24
-  looks). A look that raises UB by at most epsilon UB ends the window first, so the cap is a
-  bound on a window that does not converge, now DEFAULT_STRUCTURED_LOOKS = 100. (That
-  n-slack still ran with glibc's own mmap threshold; with svmtrain.memory's 4 MB, on an idle
-  machine, UD n-slack 37.3 s and 307 MB, online-dual 52.2 s and 309 MB; conll2000 35.5 s and
-  357 MB against 46.5 s and 378 MB; bench/README.md, online-structured.)
-  Windows smaller than the file do not buy memory here (both with twelve looks): conll2000 in
-  windows of 60,000 rows certified 0.16 after one pass (the earlier windows' constraints are of a
-  stale w) at a peak RSS of 437 MB against 455 MB, since the cache holds most rows anyway; and the
-  cache grows with the support examples: UD written 4 times (4 windows) reached 740 MB with
-  199,215 constraints in its fourth window, against 431 MB once.
-  Of conll2000's one-pass gap (Alg. 2's test alone) two thirds are examples whose cached slack is
-  below their slack at the final w (P - UB of the cache: 1.26 of 1.91) and one third the capped
-  solve of the cache (UB - LB: 0.65). A re-optimisation costs more than its epochs: the engine is
-  built afresh (each constraint's squared norm, w from alpha) and the cache's gradients are
-  recomputed after it, about four epochs' work; on the first 1,000 UD sentences with one epoch a
-  solve and 40 looks, 225 solves certified 8.7e-4 in 51 s of CPU, n-slack 9.3e-4 in 13.5 s.
-  Chunks of 3000 (3 solves a sweep) on conll2000: 8.1e-3 in 71 s, a cache of 78,136 constraints
-  (constraints found under a staler w), peak RSS 622 MB.
-  Memory on conll2000 in one window: 34 MB for the interpreter and numpy; the window (5.1 million
-  non-zeros, 82 MB) and, while it is joined, the reader's blocks it is copied from (once held
-  through the window's sweeps: `_windows` now lets them go first); the cache, 100 MB, of which the
-  row store holds 163,032 of the 211,727 rows (twelve looks' constraints touch most tokens); and
-  the engine's working copy during a solve: peak RSS 455 MB after one pass, 592 MB after two,
-  against n-slack's 423 MB.
-  The test file's 100 sentences (data/conll2000.train.svm), one window: tests/test_online_structured.py.
-  Rows are stored once per window: a window's row taken into the row store by one sweep's
-  constraint is shared by the later sweeps' constraints on it (`row_of`), not copied again (a
-  window looked at 12 times held up to 12 copies of its support sentences). The window itself
-  is now the row store's (Memory, below): on UD English EWT in one window the peak RSS went from
-  309 MB to 245 MB, the model byte for byte the same; with the engine reading the terms in place
-  and the resume state made only when asked for (a copy of the cache held through the
-  certificate pass was then the peak), 217 MB; with the window read into the store part by part,
-  203 MB, against n-slack's 197-213 MB (which the same engine and in-place caches took down from
-  307 MB): conll2000 250 MB against 242-247 MB, sector 152 MB against 123 MB. With the store
-  compacted in place, blocks let go as they are read, and int32 term rows and offsets (which took
-  n-slack to 170 MB as well): UD 173 MB, conll2000 197 MB (n-slack 201 MB), sector 155 MB. With
-  float32 values and term scales for the sequence task (the window's rows in the store too) and
-  the certificate pass reading blocks in place: UD 158 MB (n-slack 145 MB), conll2000 177 MB
-  (n-slack 166 MB); with the values as bytes (indicator features): UD 153 MB (n-slack 140 MB),
-  conll2000 156 MB (n-slack 151 MB).
-  DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727) in one
-  window, so that their one pass is the cutting-plane loop above; binary files are cut by
-  shuffle_window (100,000 rows) first, as before.
+      chunks at least, so that w moves inside the first sweep;
+    - the first sweep (process-new): after a chunk, re-optimise when UB - LB > epsilon UB, for at
+      most STRUCTURED_INNER_EPOCHS epochs: the next look brings better constraints than a tighter
+      solve of these (n-slack's INNER_EPOCHS, Joachims et al. sec. 4);
+    - a later sweep (process-old): explore every chunk at one w and re-optimise once, at the
+      sweep's end (capped likewise), so that the sweep is one cutting-plane round over the window;
+    - the window is done when a sweep raised UB by at most epsilon UB (the cache covers the window
+      at that w) and the cache is solved to epsilon; when only the first holds, the cache is solved
+      in full and one more sweep checks the window at that w; at most DEFAULT_STRUCTURED_LOOKS
+      sweeps (a window that converges stops long before);
+    - sequence constraints idle for 2 re-optimisations are pruned (Sequence.online_keep_inactive),
+      as n-slack prunes them; multiclass keeps the default.
+The measurements that chose these (certified gap after one pass, C 0.1, CPU seconds; the history
+is in bench/README.md, online-structured):
+    - STRUCTURED_MIN_CHUNKS = 6: UD English EWT's first 1,000 sentences in one window, one chunk a
+      sweep 0.77, six 0.042;
+    - STRUCTURED_INNER_EPOCHS = 10: the same sentences, twelve looks: capped at 3 or 5 epochs 0.149
+      and 0.134 (the looks ran out), at 10 0.040. A re-optimisation costs about four epochs beyond
+      its own (the engine is built and the gradients recomputed), so more, shorter solves cost more;
+    - one re-optimisation per later sweep: UD one pass 37 re-optimisations and 435 epochs against
+      109 and 1,120 with Alg. 2's test inside every sweep, 9.4e-4 in 63 s;
+    - DEFAULT_STRUCTURED_LOOKS = 100: the conll2000 test file at C 1 (79 n-slack rounds) certified
+      0.16 with 24 looks, 6.6e-3 with 48, 8.6e-4 with 100; sector (C 1) 8.9e-4 against 1.7e-3;
+    - pruning sequence constraints at 2 idle re-optimisations: UD one pass 8.8e-4 in 47 s and
+      307 MB, against 142,386 constraints and 520 MB kept 200 re-optimisations (the binary default,
+      at the time's memory); sector took 27.5 s when pruned at 2 against 22.6 s;
+    - DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727)
+      in one window, so that their one pass is the loop above. Smaller windows leave the earlier
+      windows' constraints those of a staler w (conll2000 in 60,000-row windows: 0.16 after one
+      pass) and save little memory, since a window's constraints touch most of its rows. Binary
+      files are cut by shuffle_window (100,000 examples) first.
 
 Ranking (one slack per query; Ranking.worst_offenders). The task has a slack per preference pair,
 but a query's pair terms are one max: C_q sum_pairs max(0, 1 - w.(x_a - x_b)) = C_q max over pair
@@ -140,23 +86,17 @@ structured example: its worst offender is S (found in O(m log m), no pair listed
 sum_S (x_a - x_b) summed into one row of the features, its slack group the query (budget C_q). The
 primal is the per-pair one; the dual over these constraints is the per-pair dual restricted to pair
 weights that are sums of set weights, so D stays a true lower bound (and loses nothing at the
-optimum: pair weights in [0, C_q] are sums of nested level sets). The cache then holds a few
+optimum: pair weights in [0, C_q] are sums of nested level sets). The cache holds a few
 constraints per query (one per look it was violated at), each at most n_cols entries, instead of
-every pair (one pass on ohsumed, C 0.01, cached all 367,663 pairs before: 200 MB peak RSS). Queries
-are streamed whole, in shuffled windows like sentences, and must be contiguous in the file (a qid
-met again after other queries is refused, file and line). The schedule is the structured one with
-two ranking settings (Ranking.online_raise_share, online_looks): a window is done when a sweep
-raised UB by at most a quarter of epsilon UB, at most 40 looks. Measured in process on ohsumed
-Fold 1 train (62 queries, C 0.01, chunks of 1000 so a sweep is one cutting-plane round): twelve looks
-and the sentences' epsilon certified 1.3e-2; 40 looks with half of epsilon 6.2e-4 to 7.0e-4 over
-seeds 1-4 (0.5-0.7 s of CPU, ~1,800 constraints), with a quarter 5.7e-4 to 8.0e-4; on its first 12
-queries half of epsilon left one seed of six at 1.3e-3, a quarter certified all six (at most
-6.6e-4). One row per constraint instead of its query's rows (~150 x 45 entries) took a one-pass run
-from 7.1 s of CPU to 0.9 s. C 0.62 (svm_rank's setting) is harder: one pass at these defaults
-certifies only 0.13; --chunk 4 --window-looks 100 certifies 8.7e-4 in 13 s of CPU. In one run of
-bench/onlinerankbench.py (CPU of each process, imports included), C 0.01: one pass certified 8.0e-4
-in 1.09 s against n-slack's 1.77 s and 1-slack's 0.48 s, 79 MB peak RSS against 154 and 53, 1,916
-constraints (1/192 of the pairs, 1.3 MB), test NDCG@10 0.4745 against n-slack's 0.4656.
+every pair (caching all 367,663 pairs of ohsumed at C 0.01 took 200 MB). Queries are streamed whole
+and must be contiguous in the file (a qid met again after other queries is refused, file and line).
+A window of queries is done when a sweep raised UB by at most a quarter of epsilon UB
+(Ranking.online_raise_share), at most 40 looks (online_looks): on ohsumed Fold 1 (62 queries,
+C 0.01) twelve looks and the sentences' share certified 1.3e-2; 40 looks with half of epsilon
+6.2e-4 to 7.0e-4 over seeds 1-4, with a quarter 5.7e-4 to 8.0e-4, and a quarter was the share that
+certified every seed of six on its first 12 queries (half left one at 1.3e-3). One pass: 8.0e-4 in
+1.09 s against n-slack's 1.77 s, 1,916 constraints (1/192 of the pairs). C 0.62 (svm_rank's
+setting) is harder: 0.13 after one pass at these defaults, 8.7e-4 with --chunk 4 --window-looks 100.
 
 Admission. Alg. 2 caches an example when it is violated beyond the slack it pays. An example that
 the w of its moment satisfies by a hair is violated once w moves, and one pass does not come back
@@ -171,38 +111,34 @@ order, one pass certified 0.70 on ijcnn1 pruning at once, 0.088 keeping them 50 
 kddcup99 binary with windows 2.7e-2 at 50, 1.4e-2 at 200 or more). The default keeps them
 `DEFAULT_KEEP_INACTIVE` re-optimisations; `cache_limit` still bounds the cache hard.
 
-The chunk is the unit of the explore-or-optimise decision (Alg. 2 takes it per example; a chunk keeps
-the Python overhead per example small); chunks are cut by examples across the reader's blocks, so the
-model does not depend on the block size. LB = D(alpha) is a true lower bound on the whole problem (every
-alpha outside the cache is 0; pruning removes only zeros); UB is the cached problem's, not the whole
-one's. The whole problem's P(w) takes one more pass over the data: `objective.primal`, the code path
-of verify-bound, which `train --verify` runs at the end (the default where that pass streams). A pass that adds no constraint at all leaves w
-unchanged and checks every example against it: then the cached UB is the whole P(w) and training
-stops before the remaining passes (it is still verified when asked).
-
 Passes: an example's slack group is its position in the file (its key, for the constraints task whose
 qid groups may lie anywhere), so constraints found in different passes share its slack.
 
-Memory: the engine's constraints name data rows by index, and a window's rows are gone once the next
-is read. The cache therefore owns a `RowStore`. The shuffle window being looked at is appended to it
-whole when it is read and pinned there (`RowStore.pin`): its rows are the data the sweeps take
-their chunks from and the rows its constraints name, held once; a constraint on one of them costs
-no copy. (Before, the window was held as a block and the store copied the rows the cache used: on
-UD English EWT in one window, 2.6 of its 3.1 million non-zeros a second time at the peak.) Rows
-beyond the data (the sequence task's unit row of a chunk) and, in a file of several windows, the
-rows of earlier windows still used are copied in; every stored row counts the cached terms on it,
-pruning or eviction releases them, and the store is compacted (live rows moved down in place,
-terms renumbered, the arrays cut to them by realloc where nothing else refers to them) when dead
-entries outweigh live ones, and when a window is let go (its rows no constraint uses go with it).
-The store keeps int32 columns, which the engine reads in place; a sequence cache keeps its terms'
-rows and offsets as int32 too. A block read from the file is let go before the next is read, by
-every generator on the way (the certificate pass once held three blocks' rows, 60 MB on UD). A
-resume state holds only the rows in use, each with its row in the window, so that a resumed run
-shares them with the window again (`RowStore.saved`). `cache_limit` bounds the cache hard, checked after every chunk's
-additions: in constraints, or in bytes of the cache's arrays and the rows it holds beyond the
-window's (which are the data); eviction takes the
-constraints with alpha = 0 first (oldest first), then the oldest; evicting a support vector takes its
-alpha out of w (w and LB are recomputed: LB stays a true lower bound, of a feasible alpha).
+Memory. The engine's constraints name data rows by index, and a window's rows are gone once the
+next is read, so the cache owns a `RowStore`:
+    - the window being looked at is appended to it whole when it is read, part by part, and pinned
+      there (`RowStore.pin`): its rows are both the data the sweeps explore and the rows its
+      constraints name, held once;
+    - rows beyond the data (the sequence task's unit row of a chunk) and, in a file of several
+      windows, the rows of earlier windows still in use are copied in; a window's row taken by one
+      sweep's constraint is shared by the later sweeps' constraints on it (`row_of`);
+    - every stored row counts the cached terms on it; pruning and eviction release them, and the
+      store is compacted in place (live rows moved down, terms renumbered, the arrays cut by realloc
+      where nothing else refers to them) when dead entries outweigh live ones and when a window is
+      let go;
+    - columns are int32 and values the narrowest exact type (bytes for indicator features:
+      svmtrain.data.value_dtype), both read by the engine in place; a sequence cache keeps its
+      terms' rows and offsets as int32 too;
+    - every generator on the way lets a block go before the next is read, and a resume state holds
+      only the rows in use, each with its row in the window (`RowStore.saved`).
+`cache_limit` bounds the cache hard, checked after every chunk's additions: in constraints, or in
+bytes of the cache's arrays and the rows it holds beyond the window's (which are the data).
+Eviction takes the constraints with alpha = 0 first (oldest first), then the oldest; evicting a
+support vector takes its alpha out of w (w and LB are recomputed: LB stays a true lower bound, of a
+feasible alpha). On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack
+holds, and the peak is n-slack's within 3-12%. The cache keeps a dual variable, and the rows of
+its constraints, for every support example, so it grows with the data: only a cache limit (or
+fewer support examples) bounds it, at the cost of the certificate when support vectors go.
 
 Features are not known in advance when streaming: the weight vector widens when a chunk brings a new
 column (each class block gets zeros for the new features; terms that reach past the blocks, e.g. the
