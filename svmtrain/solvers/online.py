@@ -131,14 +131,38 @@ next is read, so the cache owns a `RowStore`:
       terms' rows and offsets as int32 too;
     - every generator on the way lets a block go before the next is read, and a resume state holds
       only the rows in use, each with its row in the window (`RowStore.saved`).
-`cache_limit` bounds the cache hard, checked after every chunk's additions: in constraints, or in
-bytes of the cache's arrays and the rows it holds beyond the window's (which are the data).
-Eviction takes the constraints with alpha = 0 first (oldest first), then the oldest; evicting a
-support vector takes its alpha out of w (w and LB are recomputed: LB stays a true lower bound, of a
-feasible alpha). On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack
-holds, and the peak is n-slack's within 3-12%. The cache keeps a dual variable, and the rows of
-its constraints, for every support example, so it grows with the data: only a cache limit (or
-fewer support examples) bounds it, at the cost of the certificate when support vectors go.
+On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack holds, and the
+peak is n-slack's within 3-12%. The cache keeps a dual variable, and the rows of its constraints,
+for every support example, so it grows with the data; `cache_limit` bounds it.
+
+The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows it holds
+beyond the window's, which are the data) is checked after every chunk's additions. Eviction takes
+the idle constraints (alpha = 0 after a re-optimisation) first, then support vectors, then the
+constraints not yet re-optimised, each oldest first: a new constraint evicted before its first
+solve would never be tried, and the run would stop learning once the cache is full of support.
+An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
+(sum alpha x over the evicted), its alpha l in fold_margin and its alpha in its example's evicted
+mass. The alphas are then those of before, a feasible point, so the model does not move, and
+
+    D = fold_margin + sum_cached alpha_c l_c - 1/2 |w|^2
+
+stays a true lower bound. The engine solves for v = w - w0 over the cached alphas: its margins are
+l_c - w0.x_c and each example's budget is C_i less its evicted mass, which keeps alpha feasible
+when the example comes back in a later pass (the support vectors of an example leave together, so
+none of its cached alpha is above the reduced budget); -1/2 |w0 + v|^2 differs from -1/2 |v|^2 -
+v.w0 by a constant, so the engine's steps and gap are the restricted problem's. UB becomes that
+problem's primal, 1/2 |w|^2 - w.w0 + fold_margin + sum_i (C_i - evicted mass_i) xi_i, so that
+UB - LB still closes as the cache is solved. (Scaling the evicted alphas by the best beta in
+[0, 1], a line search on D, never moved them in the runs below, and was left out.)
+Measured, one pass unless said (certified gap; primal against OPT), against taking evicted support
+vectors out of w with the zeros-first order of before: the conll2000 test file (100 sentences, C
+0.1, windows of 500 rows, OPT 70.33) at 300 / 150 / 80 constraints 0.178 / 0.223 / 0.288 (primal
+78.8 / 81.2 / 84.2) against 0.169 / 0.824 / 0.834 (78.3 / 111.5 / 112.8): before, the new
+constraints were evicted as soon as the cache was full. On a9a's first 2,000 rows (C 1, two passes,
+OPT 702.3) the certificate is better, the model worse at the tightest limits: 300 / 500 / 700
+constraints 0.359 / 0.151 / 0.030 (primal 972.9 / 780.0 / 710.3) against 0.665 / 0.382 / 0.103
+(788.4 / 734.8 / 711.8): frozen alphas of early examples against a w trained on the first
+examples' support vectors only.
 
 Features are not known in advance when streaming: the weight vector widens when a chunk brings a new
 column (each class block gets zeros for the new features; terms that reach past the blocks, e.g. the
@@ -163,11 +187,12 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 7              # 2: the shuffle window's position; 3: its rows and UB raise;
+STATE_VERSION = 8              # 2: the shuffle window's position; 3: its rows and UB raise;
                                # 4: ranking caches one slack per query, not per pair;
                                # 5: the UB raised since the last re-optimisation (and its gap,
                                # which 6 no longer keeps); 7: only the rows in use are kept, with
-                               # their rows in the pinned window
+                               # their rows in the pinned window; 8: the support vectors
+                               # evicted by the cache limit (w0, their margin and mass)
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -550,6 +575,13 @@ class OnlineDual:
         self.w = np.zeros(task.n_weights(self.geometry))
         self.cache = Cache.empty()
         self.LB = self.UB = 0.0
+        # support vectors evicted by the cache limit, kept in w (see Memory in the module docstring):
+        # w0 = their sum alpha x, fold_margin = their sum alpha l, and per example (sorted global
+        # ids) the alpha mass they took from its budget C_i; w0 is None until the first eviction
+        self.w0 = None
+        self.fold_margin = 0.0
+        self.folded_ids = np.zeros(0, np.int64)
+        self.folded_mass = np.zeros(0)
         self.pass_ = 0                  # current pass (0-based)
         self.rows_done = 0              # rows of the file finished in the current pass
         self.examples_done = 0          # positional ids handed out in the current pass
@@ -604,21 +636,11 @@ class OnlineDual:
         new = Geometry(n_cols, old.bias)
         blocks = self.task.n_weights(Geometry(old.n_cols + 1, old.bias)) - self.task.n_weights(old)
         tail = len(self.w) - blocks * old.width
-        if not self.w.any():
-            # zeros in any layout (the first window's widening: sector's w, 46 MB, was built
-            # three times over at the peak of a one-pass run)
-            self.w = np.zeros(self.task.n_weights(new))
-        else:
-            flat = np.asarray(self.task.model_weights(self.w, old), np.float64).ravel()
-            self.w = None
-            head = flat[:blocks * old.width].reshape(blocks, old.width)
-            widened = np.zeros(blocks * new.width + len(flat) - blocks * old.width)
-            wide = widened[:blocks * new.width].reshape(blocks, new.width)
-            wide[:, :old.n_cols] = head[:, :old.n_cols]
-            wide[:, new.n_cols:] = head[:, old.n_cols:]        # the bias weight, if any
-            widened[blocks * new.width:] = flat[blocks * old.width:]
-            del flat, head, wide
-            self.w = self.task.solver_weights(widened)
+        w, self.w = self.w, None
+        self.w = self._widened(w, old, new, blocks)
+        if self.w0 is not None:
+            w0, self.w0 = self.w0, None
+            self.w0 = self._widened(w0, old, new, blocks)
         assert len(self.w) == self.task.n_weights(new) and tail >= 0
         # terms past the blocks (sequence transitions) move with the blocks' end
         t = self.cache.cons
@@ -628,6 +650,23 @@ class OnlineDual:
         self.cache.sqnorm = np.full(t.size, np.nan)      # terms that overlapped may no longer
         self.geometry = new
         self._geometry_changed()
+
+    def _widened(self, w, old, new, blocks):
+        """w (laid out for the geometry `old`) with zeros for the new features in every block."""
+        if not w.any():
+            # zeros in any layout (the first window's widening: sector's w, 46 MB, was built
+            # three times over at the peak of a one-pass run)
+            return np.zeros(self.task.n_weights(new))
+        flat = np.asarray(self.task.model_weights(w, old), np.float64).ravel()
+        del w
+        head = flat[:blocks * old.width].reshape(blocks, old.width)
+        widened = np.zeros(blocks * new.width + len(flat) - blocks * old.width)
+        wide = widened[:blocks * new.width].reshape(blocks, new.width)
+        wide[:, :old.n_cols] = head[:, :old.n_cols]
+        wide[:, new.n_cols:] = head[:, old.n_cols:]        # the bias weight, if any
+        widened[blocks * new.width:] = flat[blocks * old.width:]
+        del flat, head, wide
+        return self.task.solver_weights(widened)
 
     def _geometry_changed(self):
         """Tell a controlled task (svmtrain.controls) the geometry: its prior's layout follows it."""
@@ -661,9 +700,10 @@ class OnlineDual:
                         last_checkpoint = time.perf_counter()
             # end of a pass
             self.examples_in_file = self.model_examples
-            if self.added_in_pass == 0 and self.solves == self.pass_solves:
+            if self.added_in_pass == 0 and self.solves == self.pass_solves and self.w0 is None:
                 # nothing was added or re-optimised: w stayed put through the pass and every
                 # example was checked against it, so the cached UB is the whole problem's P(w)
+                # (not with evicted support vectors: UB is then the restricted problem's)
                 self.certified = self.UB - self.LB <= self.opt.epsilon * self.UB
             self.pass_ += 1
             self.rows_done = self.examples_done = self.added_in_pass = self.model_examples = 0
@@ -983,15 +1023,30 @@ class OnlineDual:
             seen.add(q)
         return seen
 
-    def _engine_cache(self):
+    def _engine_cache(self, restricted=True):
+        """The cache as the engine's problem. After an eviction kept support vectors in w0, the
+        engine solves for v = w - w0 over the cached alphas (`restricted`): margins l_c - w0.x_c
+        and budgets C_i less the evicted mass (see Memory in the module docstring)."""
         c = self.cache
         ids, inv, C_group, _ = c.groups()
+        margin = c.cons.margin
+        if self.w0 is not None and restricted:
+            margin = margin - self._store_dots(self.w0)
+            C_group = self._budgets(ids, C_group)
         return ConstraintCache(
             indptr=c.store.indptr, indices=c.store.indices, data=c.store.data, n_cols=self.store_cols,
             tptr=c.cons.tptr, term_row=c.cons.term_row, term_scale=c.cons.term_scale,
-            term_offset=c.cons.term_offset, term_bias=c.cons.term_bias, margin=c.cons.margin,
+            term_offset=c.cons.term_offset, term_bias=c.cons.term_bias, margin=margin,
             group=inv, C_group=C_group, n_w=len(self.w), bias=self.geometry.bias,
             stride=self.stride, nonneg=self._nonneg(), sqnorm=c.sqnorm)
+
+    def _budgets(self, ids, C_group):
+        """C per group (sorted global ids) less the alpha mass its evicted support vectors keep."""
+        if not len(self.folded_ids):
+            return C_group
+        pos = np.minimum(np.searchsorted(self.folded_ids, ids), len(self.folded_ids) - 1)
+        folded = np.where(self.folded_ids[pos] == ids, self.folded_mass[pos], 0.0)
+        return np.maximum(C_group - folded, 0.0)
 
     def _nonneg(self):
         """The non-negativity mask of a controlled task (--nonneg), in the current layout."""
@@ -1014,6 +1069,8 @@ class OnlineDual:
                     rounds=True, w_buffer=self.w)          # replaced by the solution's w
         self.solves += 1
         self.epochs += sol.epochs
+        if self.w0 is not None:
+            sol.w += self.w0          # the engine's v = w - w0 (its gradients are those at w)
         self.w, c.alpha, c.sqnorm = sol.w, sol.alpha, sol.sqnorm
         self._refresh(gradients=sol.gradients)
         self.raised_since_solve = 0.0
@@ -1053,15 +1110,19 @@ class OnlineDual:
         c.grad = c.cons.margin - self._store_dots() if gradients is None else gradients
         ww = float(np.dot(self.w, self.w))
         if dual:
-            self.LB = objective.dual(self.w, c.cons.margin, c.alpha)
+            self.LB = self.fold_margin + objective.dual(self.w, c.cons.margin, c.alpha)
+        self.UB = 0.5 * ww
         if c.size:
-            _, _, C_group, xi = c.groups()
-            self.UB = 0.5 * ww + float(np.dot(C_group, xi))
-        else:
-            self.UB = 0.5 * ww
+            ids, _, C_group, xi = c.groups()
+            self.UB += float(np.dot(self._budgets(ids, C_group), xi))
+        if self.w0 is not None:
+            # the primal of the problem the engine solves (the evicted alphas fixed):
+            # 1/2 |w|^2 - w.w0 + sum_evicted alpha l + sum_i (C_i - evicted mass_i) xi_i
+            self.UB += self.fold_margin - float(np.dot(self.w, self.w0))
 
     def _enforce_limit(self):
-        """Evict down to the cache limit: alpha == 0 first (oldest first), then the oldest."""
+        """Evict down to the cache limit: idle constraints, then support vectors (folded into
+        w0), then constraints not yet re-optimised, each oldest first."""
         c, opt = self.cache, self.opt
         over_count = opt.cache_limit is not None and c.size > opt.cache_limit
         over_bytes = opt.cache_limit_bytes is not None and c.nbytes > opt.cache_limit_bytes
@@ -1071,7 +1132,11 @@ class OnlineDual:
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
             if c.nbytes <= opt.cache_limit_bytes and not over_count:
                 return
-        order = np.lexsort((c.age, c.alpha > 0))        # zeros first, oldest first within each
+        # idle zeros first, then support vectors (kept in w0), then the constraints not
+        # yet re-optimised: each oldest first (a new constraint evicted before its first solve
+        # would never be tried)
+        fresh = (c.alpha == 0) & (c.idle == 0)
+        order = np.lexsort((c.age, (c.alpha > 0) + 2 * fresh))
         n = c.size
         if opt.cache_limit is not None:
             n = min(n, opt.cache_limit)
@@ -1082,17 +1147,41 @@ class OnlineDual:
                 n = int(n * 0.9)
         evict = np.zeros(c.size, bool)
         evict[order[:c.size - n]] = True
-        support_lost = bool(np.any(c.alpha[evict] > 0))
+        support = evict & (c.alpha > 0)
+        fold = bool(np.any(support)) and self._nonneg() is None and not self.controlled
+        if fold:
+            # an example's support vectors leave the cache together, so that none of its alpha
+            # stays in the cache above its reduced budget
+            evict |= np.isin(c.cons.group, np.unique(c.cons.group[support]))
+            support = evict & (c.alpha > 0)
+            self._fold_ids(c.cons.group[support], c.alpha[support])
+            self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
+        support_lost = bool(np.any(support))
         c.keep(~evict)
         if opt.cache_limit_bytes is not None:
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
-        if support_lost:
+        if fold:
+            # w stays; w0 takes what the evicted support vectors put in it (w - sum alpha x over
+            # what is left): the alphas are those of before, a feasible point, so LB stays a
+            # true lower bound and the model does not move
+            v = self._engine_cache(restricted=False).engine(c.alpha, shrinking=False).w
+            self.w0 = self.w - v
+            self._refresh()
+        elif support_lost:
             # w = sum alpha x over what is left (a feasible alpha: LB stays a true lower bound)
             engine = self._engine_cache().engine(c.alpha, shrinking=False)
             self.w = engine.w.copy()
             self._refresh()
         else:
             self._refresh(dual=False)
+
+    def _fold_ids(self, groups, alpha):
+        """Add the evicted alphas to their examples' evicted mass."""
+        ids = np.concatenate([self.folded_ids, groups.astype(np.int64)])
+        mass = np.concatenate([self.folded_mass, alpha])
+        self.folded_ids, where = np.unique(ids, return_inverse=True)
+        self.folded_mass = np.bincount(where, weights=mass, minlength=len(self.folded_ids))
+
 
     # -- results and resume state ----------------------------------------------------------------
     def _result(self, interrupted=False, final=False):
@@ -1137,6 +1226,8 @@ class OnlineDual:
             "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
             "certified": np.array(self.certified),
+            "w0": np.zeros(0) if self.w0 is None else self.w0, "fold_margin": np.array(self.fold_margin),
+            "folded_ids": self.folded_ids, "folded_mass": self.folded_mass,
             "qids_done": np.array(sorted(self.qids_done), np.int64),
             "tptr": t.tptr, "term_row": term_row, "term_scale": t.term_scale,
             "term_offset": np.asarray(t.term_offset, np.int64), "term_bias": np.asarray(t.term_bias, bool),
@@ -1153,6 +1244,10 @@ class OnlineDual:
             raise StateError(f"w has {len(s['w'])} weights, the task needs "
                              f"{self.task.n_weights(self.geometry)}")
         self.w = np.array(s["w"], np.float64)
+        self.w0 = np.array(s["w0"], np.float64) if len(s["w0"]) else None
+        self.fold_margin = float(s["fold_margin"])
+        self.folded_ids = np.array(s["folded_ids"], np.int64)
+        self.folded_mass = np.array(s["folded_mass"], np.float64)
         self.LB, self.UB = float(s["LB"]), float(s["UB"])
         self.pass_, self.rows_done = int(s["pass"]), int(s["rows_done"])
         self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
@@ -1191,15 +1286,15 @@ class OnlineDual:
         if self.cache.size:
             self._engine_cache().engine(self.cache.alpha)    # the engine's own checks, once
 
-    def _store_dots(self):
-        """w . x_c for the cached constraints, over the row store."""
+    def _store_dots(self, w=None):
+        """w . x_c for the cached constraints, over the row store (w: the current w)."""
         c = self.cache
         if not c.size:
             return np.zeros(0)
         s, bias = c.store, self.geometry.bias
         return term_dots(s.indptr, s.indices, s.data, self.store_cols, c.cons.tptr, c.cons.term_row,
                          c.cons.term_scale, np.ascontiguousarray(c.cons.term_offset, np.int64),
-                         c.cons.term_bias, self.w, 0.0 if bias is None else float(bias),
+                         c.cons.term_bias, self.w if w is None else w, 0.0 if bias is None else float(bias),
                          bias is not None, self.stride)
 
 
@@ -1510,9 +1605,11 @@ _ARRAY_KEYS = {
     "store_indptr": np.integer, "store_indices": np.integer,
     "store_data": (np.floating, np.uint8),      # (a sequence store's values may be bytes)
     "store_refs": np.integer, "store_window_row": np.integer, "qids_done": np.integer,
+    "w0": np.floating, "folded_ids": np.integer, "folded_mass": np.floating,
 }
 _SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "window_rows", "revisit", "shuffle_window",
-                "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified")
+                "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified",
+                "fold_margin")
 
 
 def read_state(path):
@@ -1585,6 +1682,12 @@ def load_state(arrays, fields):
         raise StateError("a constraint term outside the row store or w")
     if np.any(arrays["alpha"] < 0) or np.any(arrays["C"] < 0):
         raise StateError("negative alpha or C")
+    if len(arrays["w0"]) not in (0, len(arrays["w"])):
+        raise StateError("w0 and w differ in length")
+    ids = arrays["folded_ids"]
+    if len(ids) != len(arrays["folded_mass"]) or np.any(np.diff(ids) <= 0) \
+            or np.any(arrays["folded_mass"] < 0):
+        raise StateError("inconsistent evicted support vectors")
     if int(arrays["pass"]) < 0 or int(arrays["rows_done"]) < 0:
         raise StateError("negative position")
     return arrays
