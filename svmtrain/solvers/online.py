@@ -156,9 +156,10 @@ UB - LB still closes as the cache is solved. (Scaling the evicted alphas by the 
 [0, 1], a line search on D, never moved them in the runs below, and was left out.)
 Measured, one pass unless said (certified gap; primal against OPT), against taking evicted support
 vectors out of w with the zeros-first order of before: the conll2000 test file (100 sentences, C
-0.1, windows of 500 rows, OPT 70.33) at 300 / 150 / 80 constraints 0.178 / 0.223 / 0.288 (primal
-78.8 / 81.2 / 84.2) against 0.169 / 0.824 / 0.834 (78.3 / 111.5 / 112.8): before, the new
-constraints were evicted as soon as the cache was full. On a9a's first 2,000 rows (C 1, two passes,
+0.1, windows of 500 rows, OPT 70.33) at 300 / 150 / 80 constraints 0.178 / 0.220 / 0.299 (primal
+78.6 / 81.0 / 85.5) against 0.169 / 0.824 / 0.834 (78.3 / 111.5 / 112.8): before, the new
+constraints were evicted as soon as the cache was full. UD English EWT written 4 times in 32 MB of
+cache: 0.073 (unbounded: 0.017). On a9a's first 2,000 rows (C 1, two passes,
 OPT 702.3) the certificate is better, the model worse at the tightest limits: 300 / 500 / 700
 constraints 0.359 / 0.151 / 0.030 (primal 972.9 / 780.0 / 710.3) against 0.665 / 0.382 / 0.103
 (788.4 / 734.8 / 711.8): frozen alphas of early examples against a w trained on the first
@@ -1154,6 +1155,10 @@ class OnlineDual:
             # stays in the cache above its reduced budget
             evict |= np.isin(c.cons.group, np.unique(c.cons.group[support]))
             support = evict & (c.alpha > 0)
+            # w stays; w0 takes what the evicted support vectors put in it: the alphas are those
+            # of before, a feasible point, so LB stays a true lower bound and the model does not
+            # move
+            self._fold_into_w0(np.where(support, c.alpha, 0.0))
             self._fold_ids(c.cons.group[support], c.alpha[support])
             self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
         support_lost = bool(np.any(support))
@@ -1161,11 +1166,6 @@ class OnlineDual:
         if opt.cache_limit_bytes is not None:
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
         if fold:
-            # w stays; w0 takes what the evicted support vectors put in it (w - sum alpha x over
-            # what is left): the alphas are those of before, a feasible point, so LB stays a
-            # true lower bound and the model does not move
-            v = self._engine_cache(restricted=False).engine(c.alpha, shrinking=False).w
-            self.w0 = self.w - v
             self._refresh()
         elif support_lost:
             # w = sum alpha x over what is left (a feasible alpha: LB stays a true lower bound)
@@ -1174,6 +1174,21 @@ class OnlineDual:
             self._refresh()
         else:
             self._refresh(dual=False)
+
+    def _fold_into_w0(self, weight):
+        """w0 += sum_c weight_c x_c over the cache, in place (no engine: it would hold a w and a
+        scratch vector of its own)."""
+        from svmtrain._oneslack import accumulate_plane
+        c, bias = self.cache, self.geometry.bias
+        if self.w0 is None:
+            self.w0 = np.zeros(len(self.w))
+        # every entry marked as touched already: accumulate_plane then lists none of them, and
+        # the list it needs room for is never written (np.empty: its pages are never touched)
+        accumulate_plane(c.store.indptr, c.store.indices, c.store.data, self.store_cols,
+                         c.cons.tptr, c.cons.term_row, c.cons.term_scale,
+                         _offsets(c.cons.term_offset), c.cons.term_bias, weight, 0.0 if bias is None else float(bias), bias is not None,
+                         self.stride, self.w0, np.ones(len(self.w0), np.uint8),
+                         np.empty(len(self.w0), np.int64))
 
     def _fold_ids(self, groups, alpha):
         """Add the evicted alphas to their examples' evicted mass."""
@@ -1293,7 +1308,7 @@ class OnlineDual:
             return np.zeros(0)
         s, bias = c.store, self.geometry.bias
         return term_dots(s.indptr, s.indices, s.data, self.store_cols, c.cons.tptr, c.cons.term_row,
-                         c.cons.term_scale, np.ascontiguousarray(c.cons.term_offset, np.int64),
+                         c.cons.term_scale, _offsets(c.cons.term_offset),
                          c.cons.term_bias, self.w if w is None else w, 0.0 if bias is None else float(bias),
                          bias is not None, self.stride)
 
@@ -1335,6 +1350,13 @@ def _stream_grouping(task):
     if task.grouping == "whole":
         return "queries"
     return task.grouping
+
+
+def _offsets(a):
+    """Term offsets as the kernels read them in place: int32 or int64 (a sequence cache's int32
+    offsets are not copied to int64 at every pass over the cache: 8 bytes a term)."""
+    a = np.ascontiguousarray(a)
+    return a if a.dtype in (np.int32, np.int64) else a.astype(np.int64)
 
 
 def _dots(problem, cons, w, geometry):
@@ -1383,10 +1405,13 @@ def _take_examples(block, starts, which):
 
 
 def _kept_bytes(cache, kept):
-    lengths = np.diff(cache.cons.tptr)[kept]
-    rows = np.unique(cache.cons.term_row[np.repeat(cache.cons.tptr[kept], lengths)
-                                         + np.arange(int(lengths.sum()))
-                                         - np.repeat(np.cumsum(lengths) - lengths, lengths)])
+    lengths = np.diff(cache.cons.tptr)
+    keep = np.zeros(cache.size, bool)
+    keep[kept] = True
+    # the rows of the kept terms, through a mask over the terms (a byte a term, where index
+    # arithmetic took 24: 17 MB at the peak of UD written 4 times under --cache-limit 32MB)
+    rows = np.unique(cache.cons.term_row[np.repeat(keep, lengths)])
+    lengths = lengths[kept]
     if cache.store.pinned is not None:          # the window's rows are the data's (RowStore.nbytes)
         first, n = cache.store.pinned
         rows = rows[(rows < first) | (rows >= first + n)]
