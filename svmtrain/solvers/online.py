@@ -1186,9 +1186,9 @@ class OnlineDual:
         # the list it needs room for is never written (np.empty: its pages are never touched)
         accumulate_plane(c.store.indptr, c.store.indices, c.store.data, self.store_cols,
                          c.cons.tptr, c.cons.term_row, c.cons.term_scale,
-                         _offsets(c.cons.term_offset), c.cons.term_bias, weight, 0.0 if bias is None else float(bias), bias is not None,
-                         self.stride, self.w0, np.ones(len(self.w0), np.uint8),
-                         np.empty(len(self.w0), np.int64))
+                         _offsets(c.cons.term_offset), c.cons.term_bias, weight,
+                         0.0 if bias is None else float(bias), bias is not None, self.stride,
+                         self.w0, np.ones(len(self.w0), np.uint8), np.empty(len(self.w0), np.int64))
 
     def _fold_ids(self, groups, alpha):
         """Add the evicted alphas to their examples' evicted mass."""
@@ -1196,7 +1196,6 @@ class OnlineDual:
         mass = np.concatenate([self.folded_mass, alpha])
         self.folded_ids, where = np.unique(ids, return_inverse=True)
         self.folded_mass = np.bincount(where, weights=mass, minlength=len(self.folded_ids))
-
 
     # -- results and resume state ----------------------------------------------------------------
     def _result(self, interrupted=False, final=False):
@@ -1241,7 +1240,8 @@ class OnlineDual:
             "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
             "certified": np.array(self.certified),
-            "w0": np.zeros(0) if self.w0 is None else self.w0, "fold_margin": np.array(self.fold_margin),
+            "w0": np.zeros(0) if self.w0 is None else self.w0,
+            "fold_margin": np.array(self.fold_margin),
             "folded_ids": self.folded_ids, "folded_mass": self.folded_mass,
             "qids_done": np.array(sorted(self.qids_done), np.int64),
             "tptr": t.tptr, "term_row": term_row, "term_scale": t.term_scale,
@@ -1309,8 +1309,8 @@ class OnlineDual:
         s, bias = c.store, self.geometry.bias
         return term_dots(s.indptr, s.indices, s.data, self.store_cols, c.cons.tptr, c.cons.term_row,
                          c.cons.term_scale, _offsets(c.cons.term_offset),
-                         c.cons.term_bias, self.w if w is None else w, 0.0 if bias is None else float(bias),
-                         bias is not None, self.stride)
+                         c.cons.term_bias, self.w if w is None else w,
+                         0.0 if bias is None else float(bias), bias is not None, self.stride)
 
 
 def train_online(task, path, opt: OnlineOptions, state=None):
