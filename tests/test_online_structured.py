@@ -73,6 +73,24 @@ def _one_pass(path, task_name, **kw):
     return solver, result, (value.primal - result.dual) / value.primal
 
 
+def _stopped_and_saved(task, task_name, path, opt, tmp_path, stop):
+    """Run until stop(solver, record) holds after a chunk (then an interrupt, as Ctrl-C gives),
+    save the resume state and read it back: (the stopped solver, its result, the state, fields)."""
+    from svmtrain import interrupt
+    import signal
+    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    probe = OnlineDual(task, path, opt)
+
+    def watch(record):
+        if stop(probe, record):
+            interrupt._received = signal.SIGINT
+    cut = probe.run(on_chunk=watch)
+    interrupt.reset()
+    fields = problem_fields(task_name, task, opt)
+    save_state(tmp_path / "s.npz", cut.state, fields)
+    return probe, cut, load_state(read_state(tmp_path / "s.npz"), fields), fields
+
+
 def test_looks_until_the_window_is_certified_close_the_one_pass_gap():
     """Sequence tagging, the file in one window: looking at it again until a sweep no longer
     raises UB by epsilon (and the cache is solved) certifies one pass far below three looks (the
@@ -136,26 +154,17 @@ def test_later_sweeps_of_a_window_are_cutting_plane_rounds():
 def test_a_structured_run_resumes_inside_a_window_bit_for_bit(tmp_path):
     """Stopped after a chunk inside a window's looks (with UB raised since the last
     re-optimisation), saved and loaded: the continued run is the uninterrupted one."""
-    from svmtrain import interrupt
-    import signal
-    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
     task = streaming_task(task_class("sequence"), CONLL, {})
     opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=2, chunk=10, window_rows=600)
     records = []
     whole = OnlineDual(task, CONLL, opt).run(on_chunk=records.append)
-    probe = OnlineDual(task, CONLL, opt)
     pending = []
 
-    def watch(record):
+    def stop(probe, record):
         pending.append(probe.raised_since_solve)
-        if len(pending) > 15 and probe.raised_since_solve > 0 and probe.window_done > 0:
-            interrupt._received = signal.SIGINT
-    cut = probe.run(on_chunk=watch)
-    interrupt.reset()
+        return len(pending) > 15 and probe.raised_since_solve > 0 and probe.window_done > 0
+    _, cut, state, _ = _stopped_and_saved(task, "sequence", CONLL, opt, tmp_path, stop)
     assert cut.interrupted and len(pending) < len(records)
-    fields = problem_fields("sequence", task, opt)
-    save_state(tmp_path / "s.npz", cut.state, fields)
-    state = load_state(read_state(tmp_path / "s.npz"), fields)
     assert float(state["raised_since_solve"]) > 0
     resumed = OnlineDual(task, CONLL, opt, state).run()
     assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
@@ -266,26 +275,17 @@ def test_a_multiclass_run_resumes_inside_a_window_bit_for_bit(tmp_path):
     """A resume state holds only the rows in use, each with its row in the window it was saved
     in; the resumed run names the window's rows again, so an example whose constraints share one
     row is solved as in the run that was not stopped: the same model, bit for bit."""
-    from svmtrain import interrupt
-    import signal
-    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
     path = os.path.join(REPO, "data", "pendigits_scale.train.sample")
     task = streaming_task(task_class("multiclass"), path, {})
     opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=3, chunk=40, shuffle_window=200)
     whole = OnlineDual(task, path, opt).run()
-    probe = OnlineDual(task, path, opt)
     chunks = []
 
-    def watch(record):
+    def stop(probe, record):
         chunks.append(record)
-        if len(chunks) == 9 and probe.window_done > 0:
-            interrupt._received = signal.SIGINT
-    cut = probe.run(on_chunk=watch)
-    interrupt.reset()
+        return len(chunks) == 9 and probe.window_done > 0
+    probe, cut, state, _ = _stopped_and_saved(task, "multiclass", path, opt, tmp_path, stop)
     assert cut.interrupted
-    fields = problem_fields("multiclass", task, opt)
-    save_state(tmp_path / "s.npz", cut.state, fields)
-    state = load_state(read_state(tmp_path / "s.npz"), fields)
     pinned_nnz = int(np.diff(probe.cache.store.indptr)[probe.cache.store.pinned[0]:].sum())
     assert len(state["store_data"]) < pinned_nnz             # not the window's other rows
     assert np.all(state["store_refs"] > 0) and np.any(state["store_window_row"] >= 0)
@@ -364,24 +364,15 @@ def test_a_cache_limit_keeps_the_evicted_support_vectors_in_w(passes):
 def test_a_run_with_evicted_support_vectors_resumes_bit_for_bit(tmp_path):
     """The evicted support vectors (w0, their margin and mass) are in the resume state; a state
     whose w0 does not fit w is refused."""
-    from svmtrain import interrupt
-    import signal
-    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    from svmtrain.solvers.online import load_state
     task = streaming_task(task_class("sequence"), CONLL, {})
     opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=2, chunk=10, window_rows=500,
                         cache_limit=150, passes=2)
     whole = OnlineDual(task, CONLL, opt).run()
-    probe = OnlineDual(task, CONLL, opt)
-
-    def watch(record):
-        if probe.w0 is not None and record.pass_ == 2:
-            interrupt._received = signal.SIGINT
-    cut = probe.run(on_chunk=watch)
-    interrupt.reset()
+    _, cut, state, fields = _stopped_and_saved(
+        task, "sequence", CONLL, opt, tmp_path,
+        lambda probe, record: probe.w0 is not None and record.pass_ == 2)
     assert cut.interrupted
-    fields = problem_fields("sequence", task, opt)
-    save_state(tmp_path / "s.npz", cut.state, fields)
-    state = load_state(read_state(tmp_path / "s.npz"), fields)
     assert len(state["w0"]) == len(state["w"]) and float(state["fold_margin"]) > 0
     resumed = OnlineDual(task, CONLL, opt, state).run()
     assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual

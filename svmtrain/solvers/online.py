@@ -1361,9 +1361,9 @@ def _offsets(a):
 
 def _dots(problem, cons, w, geometry):
     return term_dots(problem.indptr, problem.indices, problem.data, problem.n_cols, cons.tptr,
-                     cons.term_row, cons.term_scale, np.ascontiguousarray(cons.term_offset, np.int64),
-                     cons.term_bias, w, 0.0 if problem.bias is None else float(problem.bias),
-                     problem.bias is not None, problem.stride)
+                     cons.term_row, cons.term_scale, _offsets(cons.term_offset), cons.term_bias, w,
+                     0.0 if problem.bias is None else float(problem.bias), problem.bias is not None,
+                     problem.stride)
 
 
 def _not_cached(cons, gid, key, add):
