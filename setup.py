@@ -47,7 +47,7 @@ setup(
     ),
     entry_points={
         "console_scripts": [
-            "svmtrain = svmtrain.cli:main",
+            "svmtrain = svmtrain.__main__:run",
             "svmtools = svmtools.cli:main",
         ]
     },

@@ -323,15 +323,63 @@ def write_pages(outdir, sections_dir=None) -> list:
     return written
 
 
+#: the console script's `svmtrain --help` without click (svmtrain/__main__.py)
+USAGE_MODULE = Path(__file__).resolve().parent.parent / "svmtrain" / "_usage.py"
+#: click's help width in a terminal of 80 columns or more (min(columns, 80) - 2)
+USAGE_WIDTH = 78
+
+
+def usage_module_text() -> str:
+    """svmtrain/_usage.py: `svmtrain --help` as click renders it in a terminal of 80 columns or
+    more, for svmtrain.__main__.run to print without importing click."""
+    import click.formatting
+    from svmtrain.cli import main as group
+    forced, click.formatting.FORCED_WIDTH = click.formatting.FORCED_WIDTH, USAGE_WIDTH
+    try:
+        ctx = click.Context(group, info_name="svmtrain", **group.context_settings)
+        text = group.get_help(ctx) + "\n"
+    finally:
+        click.formatting.FORCED_WIDTH = forced
+    return ('"""`svmtrain --help` as click prints it in a terminal of 80 columns or more (written by\n'
+            '`make man`, svmtools.manpages, from the CLI; tests/test_startup.py checks it against\n'
+            'click: edit the CLI, not this file)."""\n\n'
+            f"HELP = {_literal(text)}\n")
+
+
+def _literal(text: str) -> str:
+    """`text` as a Python literal, a triple-quoted one line for line where that is exact."""
+    if ("\\" in text or '"""' in text or text.endswith('"')
+            or any(c != "\n" and not c.isprintable() for c in text)):
+        return repr(text)
+    return '"""\\\n' + text + '"""'
+
+
+def write_usage(path=USAGE_MODULE) -> Path:
+    """Write svmtrain/_usage.py when its text changed; its path."""
+    from svmtrain.atomic import atomic_output
+
+    text = usage_module_text()
+    try:
+        if Path(path).read_text(encoding="utf-8") == text:
+            return Path(path)
+    except (OSError, UnicodeDecodeError):
+        pass
+    with atomic_output(str(path), "w") as f:
+        f.write(text)
+    return Path(path)
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("outdir", type=click.Path(file_okay=False))
 @click.option("--sections", "sections_dir", type=click.Path(file_okay=False, exists=True),
               default=None, help="Hand-written sections, PAGE.roff each (default: OUTDIR/sections).")
 def main(outdir, sections_dir):
-    """Write the man pages of svmtrain and svmtools to OUTDIR."""
+    """Write the man pages of svmtrain and svmtools to OUTDIR, and svmtrain's pre-rendered --help
+    (svmtrain/_usage.py)."""
     try:
         for path in write_pages(outdir, sections_dir):
             click.echo(str(path))
+        click.echo(str(write_usage()))
     except ManPageError as e:
         click.echo(f"svmtools.manpages: {e}", err=True)
         sys.exit(2)

@@ -183,8 +183,9 @@ def test_row_store_compaction_keeps_rows():
     term_row = np.concatenate([ids, more])
     store.hold(term_row)
     store.release(term_row[:2])                       # rows of the first add are now unused
-    renumbered = store.compact(term_row[2:], force=True)
-    assert store.n_rows == 2 and list(renumbered) == [0, 1]
+    given = term_row[2:].copy()
+    renumbered = store.compact(given, force=True)
+    assert renumbered is given and store.n_rows == 2 and list(renumbered) == [0, 1]   # in place
     assert store.indptr.tolist() == [0, 1, 4] and store.indices.tolist() == [1, 0, 2, 3]
     assert store.data.tolist() == [3.0, 4.0, 5.0, 6.0] and store.refs.tolist() == [1, 1]
 
@@ -210,7 +211,7 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
         store.hold(term_row)
         view = store.data if held else None
         before = view.copy() if held else None
-        renumbered = store.compact(term_row, force=True)
+        renumbered = store.compact(term_row.copy(), force=True)
         live = np.unique(term_row)
         fresh = RowStore()
         fresh.add(indptr, indices, vals, live)
@@ -383,6 +384,31 @@ def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path, window):
     other.write_text("".join(lines[1:] + lines[:1]))
     with pytest.raises(data.DataError, match="not the data the resume state was saved on"):
         OnlineDual(task, str(other), opt, state).run()
+
+
+def test_interrupt_in_the_certificate_pass_keeps_the_trained_model(runner, a9a5k, tmp_path,
+                                                                    monkeypatch):
+    """A signal in the certificate's pass comes after training is complete: the model is written
+    with the cached problem's bounds, exit 130, and no resume state is left (not even an earlier
+    checkpoint's: the run it would resume is over); verify-bound then certifies the model."""
+    add = objective.PrimalAccumulator.add
+
+    def add_then_signal(self, block):
+        add(self, block)
+        interrupt._received = signal.SIGINT               # as the handler does
+    monkeypatch.setattr(objective.PrimalAccumulator, "add", add_then_signal)
+    model = tmp_path / "m"
+    try:
+        r = run(runner, "train", "-m", "online-dual", "--checkpoint-every", "1e-9", a9a5k, model)
+    finally:
+        interrupt.reset()
+    assert r.exit_code == 130, r.output
+    assert "in the certificate's pass" in r.output and "verify-bound" in r.output
+    assert not os.path.exists(f"{model}.state.npz") and sorted(os.listdir(tmp_path)) == ["m"]
+    monkeypatch.undo()
+    m = read_model(model)
+    checked = verify(runner, model, a9a5k)
+    assert checked["dual"] == m.dual and checked["primal"] >= m.dual
 
 
 def test_sigterm_exits_143_and_nslack_stops_cleanly(runner, a9a_full, tmp_path):

@@ -71,3 +71,40 @@ def test_predict_and_verify_import_no_dask(tmp_path):
                  ["verify-bound", "-q", model, os.path.join(DATA, "heart_scale")]):
         mods = _modules(*args)
         assert not {"dask", "distributed", "scipy", "svmtrain.distributed", "tqdm"} & mods, args
+
+
+_CONSOLE = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.__main__ import run
+run()
+"""
+_CLICK = "import sys; sys.argv[0] = 'svmtrain'; from svmtrain.cli import main; main(prog_name='svmtrain')"
+
+
+def _console(args, columns):
+    env = dict(os.environ, COLUMNS=str(columns))
+    r = subprocess.run([sys.executable, "-c", _CONSOLE, *args], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout, set(json.loads(r.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"]])
+@pytest.mark.parametrize("columns", [80, 200, 60])
+def test_console_help_and_version_are_clicks_text(args, columns):
+    """The console script answers `svmtrain --help` and `--version` without importing click (its
+    import is most of their time), with click's very text; a terminal narrower than 80 columns
+    gets click's own rendering at its width."""
+    out, mods = _console(args, columns)
+    env = dict(os.environ, COLUMNS=str(columns))
+    clicks = subprocess.run([sys.executable, "-c", _CLICK, *args], capture_output=True, text=True,
+                            env=env)
+    assert clicks.returncode == 0 and out == clicks.stdout
+    assert ("click" in mods) == (columns < 80 and args != ["--version"])
+
+
+def test_prerendered_help_is_up_to_date():
+    from svmtools.manpages import USAGE_MODULE, usage_module_text
+    assert USAGE_MODULE.read_text(encoding="utf-8") == usage_module_text(), \
+        "svmtrain/_usage.py is stale: run `make man`"
