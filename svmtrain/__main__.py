@@ -26,19 +26,28 @@ def _columns():
     return columns or 80
 
 
+def _say(text):
+    """Write `text` to standard output as click.echo does: nothing when there is none (closed);
+    a reader gone away (a broken pipe) ends the command with status 1, quietly, as click does."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit's flush
+        sys.exit(1)
+
+
 def run():
     """The console script: the group's --help and --version answered here, the rest by click."""
     args = sys.argv[1:]
     if args in (["--help"], ["-h"]) and _columns() >= 80:
         from svmtrain._usage import HELP
-        sys.stdout.write(HELP)
-        sys.stdout.flush()
-        return
+        return _say(HELP)
     if args == ["--version"]:
         from svmtrain import __version__
-        sys.stdout.write(f"svmtrain, version {__version__}\n")
-        sys.stdout.flush()
-        return
+        return _say(f"svmtrain, version {__version__}\n")
     from svmtrain.cli import main
     main(prog_name="svmtrain")
 

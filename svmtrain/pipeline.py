@@ -464,15 +464,18 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                     primal, examples = value.primal, value.examples
     finally:
         trace.close()
+
     def drop_superseded_checkpoint():
         if (wrote_checkpoint or warm == state_path) and state_path and os.path.exists(state_path):
             os.remove(state_path)      # a checkpoint superseded by the finished model
 
     interrupted = result.interrupted or interrupt.requested()
     # stopped in the certificate's pass, the training is complete: the model is written with the
-    # cached problem's bounds, and a resume state (the cache is let go by then) has nothing to add
-    certifying = interrupted and not result.interrupted
-    if not (interrupted or run.controls.save_state) or certifying:
+    # cached problem's bounds, and a resume state has nothing to add unless --save-state asks for
+    # it (the cache is let go before that pass otherwise)
+    certifying = interrupted and verify and not result.interrupted
+    let_go = certifying and not run.controls.save_state
+    if not (interrupted or run.controls.save_state) or let_go:
         solver.release()               # no resume state will be written: the model's turn
     if interrupted or primal is None:
         primal, examples = (result.upper, result.examples)
@@ -485,7 +488,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     if interrupted:
         stats.signal = interrupt.signal_received()
         stats.certifying = certifying
-        if certifying:
+        if let_go:
             drop_superseded_checkpoint()
         elif state_path:
             save_state(state_path, result.state, fields)

@@ -386,11 +386,13 @@ def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path, window):
         OnlineDual(task, str(other), opt, state).run()
 
 
+@pytest.mark.parametrize("save_state", [False, True])
 def test_interrupt_in_the_certificate_pass_keeps_the_trained_model(runner, a9a5k, tmp_path,
-                                                                    monkeypatch):
+                                                                    monkeypatch, save_state):
     """A signal in the certificate's pass comes after training is complete: the model is written
     with the cached problem's bounds, exit 130, and no resume state is left (not even an earlier
-    checkpoint's: the run it would resume is over); verify-bound then certifies the model."""
+    checkpoint's: the run it would resume is over) unless --save-state asks for one; verify-bound
+    then certifies the model."""
     add = objective.PrimalAccumulator.add
 
     def add_then_signal(self, block):
@@ -399,12 +401,15 @@ def test_interrupt_in_the_certificate_pass_keeps_the_trained_model(runner, a9a5k
     monkeypatch.setattr(objective.PrimalAccumulator, "add", add_then_signal)
     model = tmp_path / "m"
     try:
-        r = run(runner, "train", "-m", "online-dual", "--checkpoint-every", "1e-9", a9a5k, model)
+        state = ["--save-state", tmp_path / "s.npz"] if save_state else []
+        r = run(runner, "train", "-m", "online-dual", "--checkpoint-every", "1e-9", *state, a9a5k,
+                model)
     finally:
         interrupt.reset()
     assert r.exit_code == 130, r.output
     assert "in the certificate's pass" in r.output and "verify-bound" in r.output
-    assert not os.path.exists(f"{model}.state.npz") and sorted(os.listdir(tmp_path)) == ["m"]
+    assert sorted(os.listdir(tmp_path)) == (["m", "s.npz"] if save_state else ["m"])
+    assert ("resume state" in r.output) == save_state
     monkeypatch.undo()
     m = read_model(model)
     checked = verify(runner, model, a9a5k)

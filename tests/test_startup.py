@@ -108,3 +108,19 @@ def test_prerendered_help_is_up_to_date():
     from svmtools.manpages import USAGE_MODULE, usage_module_text
     assert USAGE_MODULE.read_text(encoding="utf-8") == usage_module_text(), \
         "svmtrain/_usage.py is stale: run `make man`"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_console_help_without_a_standard_output_or_reader(args):
+    """Closed standard output: nothing written, status 0; a reader that went away: status 1; no
+    traceback either way (as click)."""
+    code = "import sys; sys.argv = ['svmtrain'] + sys.argv[1:]; from svmtrain.__main__ import run; run()"
+    closed = subprocess.run(f"'{sys.executable}' -c \"{code}\" {args[0]} >&-", shell=True,
+                            capture_output=True, text=True, env=dict(os.environ, COLUMNS="100"))
+    assert closed.returncode == 0 and closed.stderr == ""
+    r, w = os.pipe()
+    os.close(r)                     # the reader is gone before the first byte
+    gone = subprocess.run([sys.executable, "-c", code, *args], stdout=w, stderr=subprocess.PIPE,
+                          text=True, env=dict(os.environ, COLUMNS="100"))
+    os.close(w)
+    assert gone.returncode == 1 and "Traceback" not in gone.stderr, gone.stderr

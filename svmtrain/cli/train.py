@@ -45,9 +45,10 @@ def train(model_file, trace_file, model_format, quiet, **params):
     if stats.interrupted:
         name = signal.Signals(stats.signal).name if stats.signal else "signal"
         if stats.certifying:
+            kept = f" and the resume state {stats.state_file}" if stats.state_file else ""
             click.echo(f"svmtrain: interrupted ({name}) in the certificate's pass, after training: "
-                       f"wrote {model_file} (not certified: svmtrain verify-bound certifies it)",
-                       err=True)
+                       f"wrote {model_file}{kept} (not certified: svmtrain verify-bound certifies "
+                       f"it)", err=True)
         elif mode.name == "online-dual" and where.__class__.__name__ == "Local":
             kept = (f" and the resume state {stats.state_file} (continue with --warm-start "
                     f"{stats.state_file})" if stats.state_file else "")
