@@ -297,25 +297,27 @@ def render_pages(sections_dir, *, date: str | None = None) -> dict:
     return pages
 
 
-def write_pages(outdir, sections_dir=None) -> list:
-    """Render every page, then write them all to `outdir` and remove stale ones; the paths written."""
+def _write_if_changed(path: Path, text: str) -> Path:
+    """Write `text` to `path` (atomically), unless the file holds it already: an unchanged file
+    keeps its mtime."""
     from svmtrain.atomic import atomic_output
 
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    with atomic_output(str(path), "w") as f:
+        f.write(text)
+    return path
+
+
+def write_pages(outdir, sections_dir=None) -> list:
+    """Render every page, then write them all to `outdir` and remove stale ones; the paths written."""
     outdir = Path(outdir)
     pages = render_pages(sections_dir if sections_dir is not None else outdir / "sections")
     outdir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in pages.items():
-        path = outdir / name
-        try:
-            if path.read_text(encoding="utf-8") == text:
-                written.append(path)
-                continue      # unchanged: keep the file (and its mtime) as it is
-        except (OSError, UnicodeDecodeError):
-            pass
-        with atomic_output(str(path), "w") as f:
-            f.write(text)
-        written.append(path)
+    written = [_write_if_changed(outdir / name, text) for name, text in pages.items()]
     progs = tuple(prog for prog, _ in PROGRAMS)
     for old in sorted(outdir.glob("*.1")):
         if old.name not in pages and old.name.startswith(progs):
@@ -356,17 +358,7 @@ def _literal(text: str) -> str:
 
 def write_usage(path=USAGE_MODULE) -> Path:
     """Write svmtrain/_usage.py when its text changed; its path."""
-    from svmtrain.atomic import atomic_output
-
-    text = usage_module_text()
-    try:
-        if Path(path).read_text(encoding="utf-8") == text:
-            return Path(path)
-    except (OSError, UnicodeDecodeError):
-        pass
-    with atomic_output(str(path), "w") as f:
-        f.write(text)
-    return Path(path)
+    return _write_if_changed(Path(path), usage_module_text())
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -474,8 +474,8 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     # cached problem's bounds, and a resume state has nothing to add unless --save-state asks for
     # it (the cache is let go before that pass otherwise)
     certifying = interrupted and verify and not result.interrupted
-    let_go = certifying and not run.controls.save_state
-    if not (interrupted or run.controls.save_state) or let_go:
+    keeps_state = bool(run.controls.save_state) or (interrupted and not certifying)
+    if not keeps_state:
         solver.release()               # no resume state will be written: the model's turn
     if interrupted or primal is None:
         primal, examples = (result.upper, result.examples)
@@ -488,7 +488,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     if interrupted:
         stats.signal = interrupt.signal_received()
         stats.certifying = certifying
-        if let_go:
+        if not keeps_state:
             drop_superseded_checkpoint()
         elif state_path:
             save_state(state_path, result.state, fields)
