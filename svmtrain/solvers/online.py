@@ -206,7 +206,12 @@ DEFAULT_WINDOW_ROWS = 250000
 DEFAULT_STRUCTURED_LOOKS = 100
 STRUCTURED_INNER_EPOCHS = 10
 STRUCTURED_MIN_CHUNKS = 6
-COMPACT_PIECE = 1 << 20         # non-zeros a row-store compaction moves at a time
+COMPACT_PIECE = 1 << 16         # non-zeros a row-store compaction moves at a time (its index
+                               # arrays are int64: 1 << 20 was 25 MB of UD x4's heap peak)
+STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a block, and the reader's
+                               # buffer, are held while a window is looked at (the block its next
+                               # window starts in); 8 MB was 31 MB of UD x4's heap peak, and 1 MB
+                               # reads as fast
 STORE_SPARE = (4096, 1 << 16)  # rows, non-zeros of room a rebuilt or pinned row store leaves for
                                # the rows chunks add beyond the data (sequence: a unit row each)
 
@@ -561,7 +566,7 @@ class OnlineOptions:
     shrinking: bool = True
     zero_based: bool = False
     checkpoint_every: Optional[float] = None   # seconds
-    block_bytes: int = 8 << 20
+    block_bytes: int = STREAM_BLOCK
     shuffle_window: int = DEFAULT_SHUFFLE_WINDOW  # examples per shuffled window (0: file order)
     window_looks: Optional[int] = None         # sweeps of a window after its first visit, at most
                                                # (None: DEFAULT_WINDOW_LOOKS, or
