@@ -275,7 +275,7 @@ def column_of_weights(task, geometry):
     blocks = task.K if isinstance(task, LabelledTask) else 1
     n_w = task.n_weights(geometry)
     pos = np.arange(n_w)
-    return np.where(pos < blocks * W, pos % W, -1)
+    return np.where(pos < blocks * W, pos % max(W, 1), -1)   # (W is 0 before a stream shows a column)
 
 
 class ControlledTask:

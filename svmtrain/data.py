@@ -73,6 +73,20 @@ def value_dtype(values: np.ndarray, compact: bool = True, *, bytes_too: bool = T
                 return np.float64
     return narrowest
 
+def narrow_row_arrays(block: "Block") -> None:
+    """Keep a block's per-row arrays (target, cost, qid, line) in the narrowest types that hold
+    their values exactly (value_dtype, index_dtype), in place: a task whose oracle reads them every
+    round holds them through training (the sequence task: 32 bytes a token as the reader gives
+    them, 10 for tags and costs that are bytes). The values are the same; code reading them widens
+    as it computes (a cost is widened before it scales C)."""
+    block.target = block.target.astype(value_dtype(block.target), copy=False)
+    block.cost = block.cost.astype(value_dtype(block.cost), copy=False)
+    if block.n_rows:
+        qid_range = max(int(block.qid.max()), -int(block.qid.min()))
+        block.qid = block.qid.astype(index_dtype(qid_range), copy=False)
+        block.line = block.line.astype(index_dtype(int(block.line.max())), copy=False)
+
+
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
     (b"BZh", "bz2"),

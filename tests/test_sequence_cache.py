@@ -223,3 +223,69 @@ def test_compact_values_and_scales_train_the_float64_model(monkeypatch, mode, re
     wide = svmtrain.train(str(CONLL), problem, mode=mode)
     assert narrow.w.tobytes() == wide.w.tobytes()
     assert narrow.certificate == wide.certificate
+
+
+def _block(target, cost, qid, line):
+    n = len(target)
+    return data.Block(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0),
+                      np.asarray(target, np.float64), np.asarray(qid, np.int64),
+                      np.asarray(cost, np.float64), np.asarray(line, np.int64), 0, 0)
+
+
+def test_narrow_row_arrays_keeps_every_value():
+    cases = [  # (target, cost, qid, line) -> their narrowed types
+        (([1, 2, 17], [1, 1, 3], [5, 5, 7], [1, 2, 3]), (np.uint8, np.uint8, np.int32, np.int32)),
+        (([0.5, -1, 3], [0.25, 1, 1], [2 ** 31, 0, 0], [1, 2, 2 ** 31]),
+         (np.float32, np.float32, np.int64, np.int64)),
+        (([0.1, 1, 2], [1e-300, 1, 1], [-2 ** 40, -1, -1], [7, 8, 9]),
+         (np.float64, np.float64, np.int64, np.int32)),
+        (([-0.0, 1, 2], [256, 1, 1], [-1, -1, 3], [1, 2, 3]), (np.float32, np.float32, np.int32, np.int32)),
+    ]
+    for arrays, types in cases:
+        block = _block(*arrays)
+        data.narrow_row_arrays(block)
+        for name, values, kind in zip(("target", "cost", "qid", "line"), arrays, types):
+            got = getattr(block, name)
+            assert got.dtype == kind, (name, values)
+            assert np.array_equal(got.astype(np.float64 if name in ("target", "cost") else np.int64),
+                                  np.asarray(values)), (name, values)
+        assert np.signbit(block.target[0]) == np.signbit(arrays[0][0])
+    empty = _block([], [], [], [])
+    data.narrow_row_arrays(empty)
+    assert empty.n_rows == 0
+
+
+def test_sequence_problem_narrows_the_rows_arrays_and_the_state_fingerprint_is_the_same():
+    from svmtrain.state import fingerprint
+    block = data.load(str(CONLL))
+    fresh = data.load(str(CONLL))
+    task = task_class("sequence").from_training_data(block, str(CONLL))
+    task.problem(block, str(CONLL), 0.1, Geometry(block.n_features))
+    assert (block.target.dtype, block.cost.dtype, block.qid.dtype, block.line.dtype) == \
+        (np.uint8, np.uint8, np.int32, np.int32)
+    for name in ("target", "cost", "qid", "line"):
+        assert np.array_equal(getattr(block, name), getattr(fresh, name)), name
+    # a resume state made on the narrowed rows matches the file as read, and other data does not
+    assert fingerprint(block) == fingerprint(fresh) and fingerprint(block, 100) == fingerprint(fresh, 100)
+    fresh.target[3] += 1
+    assert fingerprint(block) != fingerprint(fresh)
+
+
+@pytest.mark.parametrize("mode", ["n-slack", "1-slack", "online-dual"])
+def test_narrowed_row_arrays_train_the_same_model(monkeypatch, tmp_path, mode):
+    """Tags, costs, sentences and lines kept in narrow types change no bit of the model, with
+    costs that are not bytes either (a weights file: sentences of weight 0.3 and 2)."""
+    import svmtrain
+    import svmtrain.tasks.sequence as sequence
+    qids = [line.split()[1] for line in CONLL.read_text().splitlines()]
+    weights = tmp_path / "weights"
+    weights.write_text("".join(("0.3\n" if int(q[4:]) % 3 else "2\n") for q in qids))
+    for extra in ({}, {"weights": str(weights)}):
+        problem = svmtrain.Problem(task="sequence", C=0.1)
+        controls = svmtrain.Controls(example_weights=extra["weights"]) if extra else None
+        narrow = svmtrain.train(str(CONLL), problem, mode=mode, controls=controls)
+        with monkeypatch.context() as m:
+            m.setattr(sequence, "narrow_row_arrays", lambda block: None)
+            wide = svmtrain.train(str(CONLL), problem, mode=mode, controls=controls)
+        assert narrow.w.tobytes() == wide.w.tobytes(), extra
+        assert narrow.certificate == wide.certificate, extra

@@ -347,7 +347,7 @@ class PredictsScores:
 def group_costs(block, first, inverse, path, what):
     """The cost of each group of rows (its first row's), after checking that every row of the group
     gives the same one: a query or a sentence has one slack, so one cost."""
-    cost = block.cost[first]
+    cost = block.cost[first].astype(np.float64)     # (a task may keep costs as bytes)
     bad = np.flatnonzero(block.cost != cost[inverse])
     if len(bad):
         i = int(bad[0])
