@@ -73,18 +73,21 @@ def value_dtype(values: np.ndarray, compact: bool = True, *, bytes_too: bool = T
                 return np.float64
     return narrowest
 
-def narrow_row_arrays(block: "Block") -> None:
+def narrow_row_arrays(block: "Block", compact: bool = True, copy: bool = False) -> None:
     """Keep a block's per-row arrays (target, cost, qid, line) in the narrowest types that hold
     their values exactly (value_dtype, index_dtype), in place: a task whose oracle reads them every
     round holds them through training (the sequence task: 32 bytes a token as the reader gives
     them, 10 for tags and costs that are bytes). The values are the same; code reading them widens
-    as it computes (a cost is widened before it scales C)."""
-    block.target = block.target.astype(value_dtype(block.target), copy=False)
-    block.cost = block.cost.astype(value_dtype(block.cost), copy=False)
-    if block.n_rows:
-        qid_range = max(int(block.qid.max()), -int(block.qid.min()))
-        block.qid = block.qid.astype(index_dtype(qid_range), copy=False)
-        block.line = block.line.astype(index_dtype(int(block.line.max())), copy=False)
+    as it computes (a cost is widened before it scales C). `compact` False keeps the reader's
+    types (Task.compact_values); `copy`: arrays of the block's own, whatever the types."""
+    n = block.n_rows
+    qid_range = max(int(block.qid.max()), -int(block.qid.min())) if n else 0
+    last_line = int(block.line.max()) if n else 0
+    types = (value_dtype(block.target, compact), value_dtype(block.cost, compact),
+             index_dtype(qid_range) if compact else np.int64,
+             index_dtype(last_line) if compact else np.int64)
+    for name, dtype in zip(("target", "cost", "qid", "line"), types):
+        setattr(block, name, getattr(block, name).astype(dtype, copy=copy))
 
 
 _MAGIC = (

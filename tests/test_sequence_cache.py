@@ -277,15 +277,30 @@ def test_narrowed_row_arrays_train_the_same_model(monkeypatch, tmp_path, mode):
     costs that are not bytes either (a weights file: sentences of weight 0.3 and 2)."""
     import svmtrain
     import svmtrain.tasks.sequence as sequence
+    narrow = data.narrow_row_arrays
     qids = [line.split()[1] for line in CONLL.read_text().splitlines()]
     weights = tmp_path / "weights"
     weights.write_text("".join(("0.3\n" if int(q[4:]) % 3 else "2\n") for q in qids))
     for extra in ({}, {"weights": str(weights)}):
         problem = svmtrain.Problem(task="sequence", C=0.1)
         controls = svmtrain.Controls(example_weights=extra["weights"]) if extra else None
-        narrow = svmtrain.train(str(CONLL), problem, mode=mode, controls=controls)
+        kept = svmtrain.train(str(CONLL), problem, mode=mode, controls=controls)
         with monkeypatch.context() as m:
-            m.setattr(sequence, "narrow_row_arrays", lambda block: None)
-            wide = svmtrain.train(str(CONLL), problem, mode=mode, controls=controls)
-        assert narrow.w.tobytes() == wide.w.tobytes(), extra
-        assert narrow.certificate == wide.certificate, extra
+            wide = lambda block, compact=True, copy=False: narrow(block, False, copy)  # noqa: E731
+            m.setattr(sequence, "narrow_row_arrays", wide)
+            m.setattr(data, "narrow_row_arrays", wide)
+            model = svmtrain.train(str(CONLL), problem, mode=mode, controls=controls)
+        assert kept.w.tobytes() == model.w.tobytes(), extra
+        assert kept.certificate == model.certificate, extra
+
+
+def test_an_online_window_part_is_narrow_and_its_own():
+    from svmtrain.solvers.online import _compact
+    block = data.load(str(CONLL))
+    for compact, types in ((True, (np.uint8, np.uint8, np.int32, np.int32)),
+                           (False, (np.float64, np.float64, np.int64, np.int64))):
+        part = _compact(block, compact)
+        for name, kind in zip(("target", "cost", "qid", "line"), types):
+            got, read = getattr(part, name), getattr(block, name)
+            assert got.dtype == kind and np.array_equal(got, read), (compact, name)
+            assert not np.shares_memory(got, read), (compact, name)

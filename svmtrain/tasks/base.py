@@ -193,7 +193,8 @@ class Task(ABC):
     keyed_examples = False
     #: True when every kernel the task's problem and oracle run on reads uint8 and float32 values in
     #: place (svmtrain.data.value_dtype): its row stores then keep each value in the narrowest of
-    #: uint8, float32 and float64 that holds every value exactly
+    #: uint8, float32 and float64 that holds every value exactly, and its blocks' per-row arrays
+    #: (labels, costs, qids, lines) the narrowest exact types too (svmtrain.data.narrow_row_arrays)
     compact_values = False
 
     # -- set-up (the defaults are those of a task without labels or options) ---------------------

@@ -151,7 +151,7 @@ class Sequence(LabelledTask):
                           geometry.bias, C * sentence_costs(block, path), path, stride=self.K)
         # every oracle pass reads the tokens' tags, sentences and lines: held through training in
         # the narrowest exact types (UD English EWT: 6.5 MB as read, 2 MB so)
-        narrow_row_arrays(block)
+        narrow_row_arrays(block, self.compact_values)
         return problem
 
     def _parts(self, w, block, geometry):
