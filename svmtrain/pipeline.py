@@ -507,7 +507,8 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     stats.summary = (f"{p.task} online-dual, {examples} {task.examples_are}, "
                      f"{result.geometry.n_cols} features: {_n(result.passes, 'pass', 'passes')}, "
                      f"{result.solves} re-optimisations, {result.epochs} epochs, {result.cache} "
-                     f"constraints cached, {{seconds}} s, primal {model.primal:.10g}, dual "
+                     f"constraints cached (at most {result.cache_peak_bytes / 2 ** 20:.3g} MB), "
+                     f"{{seconds}} s, primal {model.primal:.10g}, dual "
                      f"{result.dual:.10g}, relative gap {rel:.3g} ({how})")
     if certified and rel > p.epsilon:   # after the summary, whose figures it refers to
         stats.warnings.append(f"relative gap {rel:.3g} is above epsilon {p.epsilon:g} after "

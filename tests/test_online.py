@@ -4,6 +4,7 @@ optimum, stdin and compressed input, the cache limit, interrupt / resume, option
 import json
 import lzma
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -170,6 +171,8 @@ def test_cache_limit_is_respected(a9a5k):
             assert max(r.cache for r in records) <= limit
         else:
             assert max(r.nbytes for r in records) <= limit_bytes
+            # the result reports the most the cache held, which the bound holds too
+            assert max(r.nbytes for r in records) <= result.cache_peak_bytes <= limit_bytes
         # still a true lower bound: LB <= P(w) for the w it holds, and <= the unlimited optimum
         P = objective.primal(task, result.w, result.geometry, 1.0, data.iter_blocks(str(a9a5k)), str(a9a5k))
         assert result.dual <= P.primal
@@ -600,3 +603,19 @@ def test_the_allocator_takes_a_fixed_mmap_threshold():
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         pytest.skip("glibc's mallopt")
     assert fix_mmap_threshold(STREAM_MMAP_THRESHOLD) is True
+
+
+def test_the_summary_reports_the_most_the_cache_held(runner, a9a5k, tmp_path):
+    """`N constraints cached (at most X MB)`: X is the cache's largest size in the run, which
+    a byte bound keeps below it."""
+    def peak_mb(args):
+        r = run(runner, "train", "-m", "online-dual", "--labels", "-1,1", *args, str(a9a5k),
+                tmp_path / "m")
+        assert r.exit_code == 0, r.output
+        m = re.search(r"(\d+) constraints cached \(at most ([0-9.e+-]+) MB\)", r.stderr)
+        assert m, r.stderr
+        return float(m.group(2))
+    free = peak_mb([])
+    assert free > 0.1
+    bounded = peak_mb(["--cache-limit", f"{free / 2:.6f}MB"])
+    assert bounded <= free / 2 * (1 + 1e-3)

@@ -540,6 +540,7 @@ class OnlineResult:
     seconds: float
     certified: bool            # upper is the whole problem's P(w): a pass added nothing
     interrupted: bool = False
+    cache_peak_bytes: int = 0  # the most the cache held: constraints and their rows, not the data
     state_of: Optional[object] = None   # the run's resume state, made when asked for: a copy of
                                         # the cache held through the certificate pass was the peak
                                         # of a UD English EWT run (20 MB over the training's)
@@ -626,6 +627,7 @@ class OnlineDual:
         self.examples_seen = 0
         self.next_age = 0
         self.solves = self.epochs = 0
+        self.cache_peak_bytes = 0       # the most the cache held (Cache.nbytes), for the summary
         self.qids_done = set()          # ranking: the queries met in this pass (a query is one
                                         # int per query: small next to the data)
         self.certified = False
@@ -988,6 +990,7 @@ class OnlineDual:
         self.added_in_pass += m
         self.window_added += m
         self._enforce_limit()
+        self.cache_peak_bytes = max(self.cache_peak_bytes, self.cache.nbytes)
 
     def _store_rows(self, problem, chunk, rows, in_window):
         """Row store ids for the problem rows `rows` of the chunk: a window's row stored by an
@@ -1219,7 +1222,8 @@ class OnlineDual:
                             examples=int(examples), passes=self.pass_, epochs=self.epochs,
                             solves=self.solves, cache=self.cache.size,
                             seconds=time.perf_counter() - self.started, certified=self.certified,
-                            interrupted=interrupted, state_of=self.state)
+                            interrupted=interrupted, state_of=self.state,
+                            cache_peak_bytes=self.cache_peak_bytes)
 
     def release(self):
         """Let the cache go once the run is over and no resume state will be asked for (the
@@ -1420,16 +1424,24 @@ def _kept_bytes(cache, kept):
     lengths = np.diff(cache.cons.tptr)
     keep = np.zeros(cache.size, bool)
     keep[kept] = True
-    # the rows of the kept terms, through a mask over the terms (a byte a term, where index
-    # arithmetic took 24: 17 MB at the peak of UD written 4 times under --cache-limit 32MB)
-    rows = np.unique(cache.cons.term_row[np.repeat(keep, lengths)])
-    lengths = lengths[kept]
+    # the rows of the kept terms as a byte mask over the store, filled a piece of terms at a time
+    # (through a mask over the terms, a byte a term, where index arithmetic took 24: 17 MB at the
+    # peak of UD written 4 times under --cache-limit 32MB; then the kept terms' rows and
+    # np.unique's sorted copies of them were 26 MB of it)
+    term_kept = np.repeat(keep, lengths)
+    term_row = cache.cons.term_row
+    used = np.zeros(cache.store.n_rows, bool)
+    for first in range(0, len(term_row), COMPACT_PIECE):
+        piece = slice(first, first + COMPACT_PIECE)
+        used[term_row[piece][term_kept[piece]]] = True
+    del term_kept
     if cache.store.pinned is not None:          # the window's rows are the data's (RowStore.nbytes)
         first, n = cache.store.pinned
-        rows = rows[(rows < first) | (rows >= first + n)]
-    nnz = int(np.diff(cache.store.indptr)[rows].sum()) if len(rows) else 0
-    return (8 * (len(kept) + 1) + 64 * len(kept) + _term_bytes(cache.cons) * int(lengths.sum())
-            + 8 * (len(rows) + 1) + 12 * nnz + 8 * len(rows))
+        used[first:first + n] = False
+    rows = int(np.count_nonzero(used))
+    nnz = int(np.diff(cache.store.indptr)[used].sum()) if rows else 0
+    return (8 * (len(kept) + 1) + 64 * len(kept) + _term_bytes(cache.cons) * int(lengths[kept].sum())
+            + 8 * (rows + 1) + 12 * nnz + 8 * rows)
 
 
 def _term_bytes(cons):
