@@ -73,6 +73,7 @@ def value_dtype(values: np.ndarray, compact: bool = True, *, bytes_too: bool = T
                 return np.float64
     return narrowest
 
+
 def narrow_row_arrays(block: "Block", compact: bool = True, copy: bool = False) -> None:
     """Keep a block's per-row arrays (target, cost, qid, line) in the narrowest types that hold
     their values exactly (value_dtype, index_dtype), in place: a task whose oracle reads them every

@@ -132,19 +132,19 @@ next is read, so the cache owns a `RowStore`:
     - every generator on the way lets a block go before the next is read, and a resume state holds
       only the rows in use, each with its row in the window (`RowStore.saved`).
 On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack holds, and the
-peak is n-slack's within 3-15%. No schedule gets far below it on such a file: at the heap peak of
-n-slack on UD English EWT (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens' per-row
-arrays 6.5, now 2 in their narrow types) and the rest the dual state both modes hold (the cache's
-terms 26.3, the engine over them 20.1, w 16.0); a schedule holding none of the data would still be
-at 0.85x n-slack's peak RSS, and smaller windows hold no less, since a window's constraints touch
-most of its rows. The certificate's pass after training needs w alone: the pipeline lets the cache
-go before it (unless a resume state is asked for), which was 35 MB of the heap peak of a one-pass
-UD run. The cache keeps a dual variable, and the rows of its constraints, for every support
-example, so it grows with the data; `cache_limit` bounds it, and the summary line reports the most
-it held. A bound holds memory flat only by freezing alphas (below), which more passes cannot
-revise: the conll2000 test file in 500-row windows and 150 constraints certified 0.22 / 0.216 /
-0.217 after 1 / 3 / 6 passes, unbounded 0.136 / 5.1e-3 / 1.9e-3. So there is no default bound: an
-unbounded cache converges, a bounded one fits.
+peak is n-slack's within 3-16%. No schedule gets far below it on such a file: at the heap peak of
+n-slack on UD English EWT (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens'
+per-row arrays 6.5, now 2 in their narrow types) and the rest the dual state both modes hold (the
+cache's terms 26.3, the engine over them 20.1, w 16.0); a schedule holding none of the data would
+still be at about 0.85x n-slack's peak RSS, and smaller windows hold no less, since a window's
+constraints touch most of its rows. The certificate's pass after training needs w alone: the
+pipeline lets the cache go before it (unless a resume state is asked for), which was 35 MB of the
+heap peak of a one-pass UD run. The cache keeps a dual variable, and the rows of its constraints,
+for every support example, so it grows with the data; `cache_limit` bounds it, and the summary line
+reports the most it held. A bound holds memory flat only by freezing alphas (below), which more
+passes cannot revise: the conll2000 test file in 500-row windows and 150 constraints certified
+0.22 / 0.216 / 0.217 after 1 / 3 / 6 passes, unbounded 0.136 / 5.1e-3 / 1.9e-3. So there is no
+default bound: an unbounded cache converges, a bounded one fits.
 
 The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows it holds
 beyond the window's, which are the data) is checked after every chunk's additions. Eviction takes
@@ -1530,8 +1530,9 @@ def _checked(blocks, path, zero_based):
 
 def _compact(block, compact_values=False):
     """A block's own copy with int32 columns, holding nothing of the block it was cut from; its
-    values, and its per-row arrays, in the narrowest types that hold them where the task reads them
-    so (Task.compact_values; data.narrow_row_arrays: 32 -> 10 bytes a token of a sequence window)."""
+    values, and its per-row arrays, in the narrowest types that hold them exactly where the task
+    reads such types (Task.compact_values; data.narrow_row_arrays: 32 -> 10 bytes a token of a
+    sequence window)."""
     values = block.data.astype(data.value_dtype(block.data, compact_values))     # (a copy)
     out = data.Block(np.array(block.indptr, np.int64), block.indices.astype(np.int32), values,
                      block.target, block.qid, block.cost, block.line, block.n_features, block.nbytes)
