@@ -39,7 +39,9 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attribute)
 
     def format_commands(self, ctx, formatter):
-        rows = [(name, click.utils.make_default_short_help(short, 45))
+        # each command's short help as click cuts it (Command.get_short_help_str: its public
+        # form; click.utils.make_default_short_help is deprecated in Click 8.5)
+        rows = [(name, click.Command(name, help=short).get_short_help_str(45))
                 for name, (_, _, short) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
