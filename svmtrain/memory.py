@@ -30,3 +30,13 @@ def fix_mmap_threshold(nbytes):
         return False
     M_MMAP_THRESHOLD = -3
     return bool(mallopt(M_MMAP_THRESHOLD, int(nbytes)))
+
+
+def trim_heap():
+    """Give the heap's free pages back to the system (glibc's malloc_trim); True when some were."""
+    import ctypes
+    try:
+        malloc_trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    return bool(malloc_trim(0))

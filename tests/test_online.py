@@ -605,6 +605,19 @@ def test_the_allocator_takes_a_fixed_mmap_threshold():
     assert fix_mmap_threshold(STREAM_MMAP_THRESHOLD) is True
 
 
+def test_the_heap_gives_back_what_a_window_freed():
+    """A window's end gives the heap's free pages back (svmtrain.memory.trim_heap): after arrays
+    from the heap are freed, the call reaches glibc's malloc_trim and it releases some."""
+    import platform
+    from svmtrain.memory import fix_mmap_threshold, trim_heap
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's malloc_trim")
+    fix_mmap_threshold(4 << 20)       # arrays of 256 KB from the heap, as in an online-dual run
+    arrays = [np.ones(32768) for _ in range(200)]
+    del arrays
+    assert trim_heap() is True
+
+
 def test_the_summary_reports_the_most_the_cache_held(runner, a9a5k, tmp_path):
     """`N constraints cached (at most X MB)`: X is the cache's largest size in the run, which
     a byte bound keeps below it."""
