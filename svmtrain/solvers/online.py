@@ -852,7 +852,8 @@ class OnlineDual:
             # the window's arrays (below the mmap threshold: from the heap) leave holes that the
             # next window's sizes do not fill; given back, UD written 4 times under --cache-limit
             # 32MB peaks at 189.3 MB, against 197.8 (unbounded 245.6 against 248.8; a trim after
-            # every re-optimisation too: UD once 142.5 against 145.5 MB, x4 no lower)
+            # every re-optimisation as well gained nothing: UD once 144.9 / 145.1 MB against
+            # 142.6 / 142.6, interleaved)
             trim_heap()
 
     def _share_restored_rows(self):
