@@ -222,6 +222,7 @@ STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a blo
                                # buffer, are held while a window is looked at (the block its next
                                # window starts in); 8 MB was 31 MB of UD x4's heap peak, and 1 MB
                                # reads as fast
+TRIM_WINDOW_NNZ = 1 << 20       # non-zeros of a window after which the heap is trimmed
 STORE_SPARE = (4096, 1 << 16)  # rows, non-zeros of room a rebuilt or pinned row store leaves for
                                # the rows chunks add beyond the data (sequence: a unit row each)
 
@@ -843,6 +844,7 @@ class OnlineDual:
             self.window_raise = 0.0
             self.revisit = False
             self.row_of = self.chunk_rows = None
+            large = window.nnz >= TRIM_WINDOW_NNZ
             del window, chunk               # not held while the next window is read
             if self.cache.store.pinned is not None:     # the rows no constraint uses go
                 c = self.cache
@@ -853,8 +855,9 @@ class OnlineDual:
             # next window's sizes do not fill; given back, UD written 4 times under --cache-limit
             # 32MB peaks at 189.3 MB, against 197.8 (unbounded 245.6 against 248.8; a trim after
             # every re-optimisation as well gained nothing: UD once 144.9 / 145.1 MB against
-            # 142.6 / 142.6, interleaved)
-            trim_heap()
+            # 142.6 / 142.6, interleaved); a trim costs 0.3 ms, so small windows skip it
+            if large:
+                trim_heap()
 
     def _share_restored_rows(self):
         """A resumed run's cached terms on rows of the window the state was saved in move to the
