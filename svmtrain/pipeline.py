@@ -507,7 +507,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     stats.summary = (f"{p.task} online-dual, {examples} {task.examples_are}, "
                      f"{result.geometry.n_cols} features: {_n(result.passes, 'pass', 'passes')}, "
                      f"{result.solves} re-optimisations, {result.epochs} epochs, {result.cache} "
-                     f"constraints cached (at most {result.cache_peak_bytes / 2 ** 20:.3g} MB), "
+                     f"constraints cached (at most {_size(result.cache_peak_bytes)}), "
                      f"{{seconds}} s, primal {model.primal:.10g}, dual "
                      f"{result.dual:.10g}, relative gap {rel:.3g} ({how})")
     if certified and rel > p.epsilon:   # after the summary, whose figures it refers to
@@ -536,6 +536,14 @@ def _accumulate(acc, task, path, zero_based, show):
 
 def _n(k, one, many):
     return f"{k} {one if k == 1 else many}"
+
+
+def _size(nbytes):
+    """Bytes for a person: 4 significant digits in KB, MB or GB (powers of 1024), never 1e+03."""
+    for unit, scale in (("KB", 1 << 10), ("MB", 1 << 20)):
+        if nbytes < 1000 * scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes / (1 << 30):.4g} GB"
 
 
 # -- budgeted -------------------------------------------------------------------------------------

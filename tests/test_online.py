@@ -625,10 +625,16 @@ def test_the_summary_reports_the_most_the_cache_held(runner, a9a5k, tmp_path):
         r = run(runner, "train", "-m", "online-dual", "--labels", "-1,1", *args, str(a9a5k),
                 tmp_path / "m")
         assert r.exit_code == 0, r.output
-        m = re.search(r"(\d+) constraints cached \(at most ([0-9.e+-]+) MB\)", r.stderr)
+        m = re.search(r"(\d+) constraints cached \(at most ([0-9.]+) (KB|MB|GB)\)", r.stderr)
         assert m, r.stderr
-        return float(m.group(2))
+        return float(m.group(2)) * {"KB": 2 ** -10, "MB": 1, "GB": 2 ** 10}[m.group(3)]
     free = peak_mb([])
     assert free > 0.1
     bounded = peak_mb(["--cache-limit", f"{free / 2:.6f}MB"])
     assert bounded <= free / 2 * (1 + 1e-3)
+
+
+def test_sizes_read_as_a_person_writes_them():
+    from svmtrain.pipeline import _size
+    assert [_size(b) for b in (0, 145_000, 33_449_000, 999.96 * 2 ** 20, 1.5 * 2 ** 30)] == \
+        ["0 KB", "141.6 KB", "31.9 MB", "1000 MB", "1.5 GB"]
