@@ -20,23 +20,24 @@ ROUNDS_MMAP_THRESHOLD = 256 * 1024
 WINDOWS_MMAP_THRESHOLD = 4 * 1024 * 1024
 
 
+def _libc(name):
+    """The process's C library function `name`, or None where there is none (not glibc)."""
+    import ctypes
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
 def fix_mmap_threshold(nbytes):
     """Allocations of at least `nbytes` are mapped, and unmapped when freed, from now on; True
     when the allocator took the setting."""
-    import ctypes
-    try:
-        mallopt = ctypes.CDLL(None).mallopt      # the process's libc
-    except (OSError, AttributeError):
-        return False
+    mallopt = _libc("mallopt")
     M_MMAP_THRESHOLD = -3
-    return bool(mallopt(M_MMAP_THRESHOLD, int(nbytes)))
+    return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, int(nbytes)))
 
 
 def trim_heap():
     """Give the heap's free pages back to the system (glibc's malloc_trim); True when some were."""
-    import ctypes
-    try:
-        malloc_trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    return bool(malloc_trim(0))
+    malloc_trim = _libc("malloc_trim")
+    return malloc_trim is not None and bool(malloc_trim(0))

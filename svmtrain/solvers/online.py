@@ -852,10 +852,8 @@ class OnlineDual:
                 c.cons.term_row = c.store.compact(c.cons.term_row)
                 c.store.moved = None
             # the window's arrays (below the mmap threshold: from the heap) leave holes that the
-            # next window's sizes do not fill; given back, UD written 4 times under --cache-limit
-            # 32MB peaks at 189.3 MB, against 197.8 (unbounded 245.6 against 248.8; a trim after
-            # every re-optimisation as well gained nothing: UD once 144.9 / 145.1 MB against
-            # 142.6 / 142.6, interleaved); a trim costs 0.3 ms, so small windows skip it
+            # next window's sizes do not fill; given back (UD written 4 times under --cache-limit
+            # 32MB: 189 MB against 198; bench/README.md). A trim costs 0.3 ms: small windows skip it
             if large:
                 trim_heap()
 
@@ -1443,10 +1441,9 @@ def _kept_bytes(cache, kept):
     lengths = np.diff(cache.cons.tptr)
     keep = np.zeros(cache.size, bool)
     keep[kept] = True
-    # the rows of the kept terms as a byte mask over the store, filled a piece of terms at a time
-    # (through a mask over the terms, a byte a term, where index arithmetic took 24: 17 MB at the
-    # peak of UD written 4 times under --cache-limit 32MB; then the kept terms' rows and
-    # np.unique's sorted copies of them were 26 MB of it)
+    # the rows of the kept terms as a byte mask over the store, filled a piece of terms at a time:
+    # the kept terms' rows listed (and sorted by np.unique) were 26 MB of the heap peak of UD
+    # written 4 times under --cache-limit 32MB
     term_kept = np.repeat(keep, lengths)
     term_row = cache.cons.term_row
     used = np.zeros(cache.store.n_rows, bool)
