@@ -288,6 +288,21 @@ def test_corrupt_compressed(tmp_path):
     assert info.value.line is None and "decompress" in info.value.reason
 
 
+@pytest.mark.parametrize("compress,suffix", [(gzip.compress, ".gz"), (bz2.compress, ".bz2"),
+                                             (lzma.compress, ".xz")])
+def test_truncated_compressed_file_in_a_fresh_process(tmp_path, compress, suffix):
+    """The decompressors are imported only for a compressed file: a cut one still reads as a
+    data error naming the file (status 2, no traceback, no model) in a process that had not
+    imported them before."""
+    path = tmp_path / ("cut" + suffix)
+    path.write_bytes(compress(SAMPLE * 200)[:-20])
+    model = tmp_path / "m"
+    r = subprocess.run([sys.executable, "-m", "svmtrain", "train", "-q", str(path), str(model)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"{path}: cannot decompress" in r.stderr and not model.exists()
+
+
 @pytest.mark.parametrize("compress", [None, gzip.compress, lzma.compress])
 def test_stdin(tmp_path, monkeypatch, compress):
     whole = load(write(tmp_path, SAMPLE))
