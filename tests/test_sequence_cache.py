@@ -304,3 +304,38 @@ def test_an_online_window_part_is_narrow_and_its_own():
             got, read = getattr(part, name), getattr(block, name)
             assert got.dtype == kind and np.array_equal(got, read), (compact, name)
             assert not np.shares_memory(got, read), (compact, name)
+
+
+@pytest.mark.parametrize("loss,rescaling", [("hamming", "margin"), ("hamming", "slack"),
+                                            ("zero-one", "margin"), ("zero-one", "slack")])
+def test_an_evicted_labelling_comes_back_as_the_same_constraint(loss, rescaling):
+    """The online-dual mode keeps an evicted sequence constraint as its labelling's mistakes
+    (Sequence.evicted_codes) and rebuilds it when its sentence is read again: the same terms in
+    the same order, margin and key, for any subset of the sentences in any order."""
+    block = data.concat_blocks(list(data.iter_blocks(str(CONLL))))
+    task = Sequence.from_training_data(block, str(CONLL), {"loss": loss, "rescaling": rescaling})
+    geometry = Geometry(block.n_features, 1.0)
+    problem = task.problem(block, str(CONLL), 0.1, geometry)
+    rng = np.random.default_rng(5)
+    for w in (np.zeros(task.n_weights(geometry)), rng.normal(size=task.n_weights(geometry))):
+        _, cons = task.worst_offenders(w, problem, block)
+        starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1,
+                                 [block.n_rows]))
+        pick = rng.permutation(cons.size)[:40]
+        part = cons.select(np.isin(np.arange(cons.size), pick))
+        row = np.asarray(part.term_row, np.int64)
+        first = starts[np.repeat(part.group, np.diff(part.tptr))]
+        rel = np.where(row < block.n_rows, row - first, -1)
+        cptr, codes = task.evicted_codes(part, rel)
+        assert len(codes) * 8 < 0.5 * len(row) * 13     # much smaller than the terms
+        order = rng.permutation(part.size)              # returned in another order
+        sub_cptr = np.concatenate(([0], np.cumsum(np.diff(cptr)[order])))
+        sub_codes = np.concatenate([codes[cptr[k]:cptr[k + 1]] for k in order])
+        built = task.constraints_from_codes(problem, block, part.group[order], sub_cptr, sub_codes)
+        again = part.select(np.ones(part.size, bool))
+        for k_new, k_old in enumerate(order):
+            a, b = slice(built.tptr[k_new], built.tptr[k_new + 1]), slice(again.tptr[k_old], again.tptr[k_old + 1])
+            for name in ("term_row", "term_scale", "term_offset", "term_bias"):
+                assert np.array_equal(getattr(built, name)[a], getattr(again, name)[b]), name
+            assert built.margin[k_new] == again.margin[k_old] and built.key[k_new] == again.key[k_old]
+            assert built.group[k_new] == again.group[k_old]

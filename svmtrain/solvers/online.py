@@ -141,10 +141,9 @@ constraints touch most of its rows. The certificate's pass after training needs 
 pipeline lets the cache go before it (unless a resume state is asked for), which was 35 MB of the
 heap peak of a one-pass UD run. The cache keeps a dual variable, and the rows of its constraints,
 for every support example, so it grows with the data; `cache_limit` bounds it, and the summary line
-reports the most it held. A bound holds memory flat only by freezing alphas (below), which more
-passes cannot revise: the conll2000 test file in 500-row windows and 150 constraints certified
-0.22 / 0.216 / 0.217 after 1 / 3 / 6 passes, unbounded 0.136 / 5.1e-3 / 1.9e-3. So there is no
-default bound: an unbounded cache converges, a bounded one fits.
+reports the most it held. Under a bound, evicted support vectors keep their alphas in w and come
+back with their example (below), so that more passes still close the gap; the default is no bound,
+which one pass needs (see Evicted support vectors come back for the figures).
 
 The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows it holds
 beyond the window's, which are the data) is checked after every chunk's additions. Eviction takes
@@ -176,6 +175,27 @@ constraints 0.359 / 0.151 / 0.030 (primal 972.9 / 780.0 / 710.3) against 0.665 /
 (788.4 / 734.8 / 711.8): frozen alphas of early examples against a w trained on the first
 examples' support vectors only.
 
+Evicted support vectors come back (`Folded`). A frozen alpha cannot be revised, so a bound far below
+what the support vectors need used to cost the gap that more passes close: the conll2000 sample
+(data/, 100 sentences, 500-row windows, 150 constraints) certified 0.22 / 0.216 after 1 / 3
+passes. An evicted support vector now keeps what rebuilds it without its rows: the task's code when
+it has one (`Task.evicted_codes`: the sequence task keeps the labelling's mistakes, 8 bytes a
+mistaken token, where its terms take about 50), else its terms with each row named by its place in
+its example (13 to 21 bytes a term). When its example is read again (the next pass, or the window's next
+sweep), the constraint is rebuilt over the example's rows (`Task.constraints_from_codes`, the same
+terms bit for bit) and returns to the cache with its alpha: w0 gives back what it put there,
+fold_margin its alpha l, the example's evicted mass its alpha, and the next re-optimisation may
+revise it. w, D and UB's meaning do not move. Under a byte bound, what is kept counts against the
+bound and takes at most half of it (the oldest beyond are frozen for good, as all were before); a
+bound in constraints is the engine's size, and what is kept is not counted in it. The last pass
+does not come back to the windows it let go: their kept support vectors are frozen at once, so one
+pass holds no more than before. Certified gaps after 1 / 3 (/ 6) passes, kept against frozen:
+    - UD English EWT written 4 times, C 0.1, --cache-limit 32MB: 0.0648 / 2.66e-3 (325 s, peak
+      RSS 220 MB) against 0.0729 / 0.0642 (210 MB); unbounded, one pass 0.017 at 246 MB;
+    - the conll2000 sample, 150 constraints: 0.223 / 0.0341 / 0.0143 against 0.22 / 0.216 / 0.217;
+    - pendigits' sample, multiclass, windows of 200, 120 constraints: 0.295 / 0.0518 against
+      0.336 / 0.306; a9a's sample, binary, 300 constraints: 0.239 / 0.0308 against 0.597 / 0.355.
+
 Features are not known in advance when streaming: the weight vector widens when a chunk brings a new
 column (each class block gets zeros for the new features; terms that reach past the blocks, e.g. the
 sequence task's transitions, move with them). Labels are: a labelled task (binary, multiclass,
@@ -200,12 +220,14 @@ from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.memory import trim_heap
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 8              # 2: the shuffle window's position; 3: its rows and UB raise;
+STATE_VERSION = 9              # 2: the shuffle window's position; 3: its rows and UB raise;
                                # 4: ranking caches one slack per query, not per pair;
                                # 5: the UB raised since the last re-optimisation (and its gap,
                                # which 6 no longer keeps); 7: only the rows in use are kept, with
                                # their rows in the pinned window; 8: the support vectors
-                               # evicted by the cache limit (w0, their margin and mass)
+                               # evicted by the cache limit (w0, their margin and mass);
+                               # 9: ... and their terms or codes, to come back with their
+                               # example; the gradients and norms as the run had them
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -223,6 +245,7 @@ STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a blo
                                # window starts in); 8 MB was 31 MB of UD x4's heap peak, and 1 MB
                                # reads as fast
 TRIM_WINDOW_NNZ = 1 << 20       # non-zeros of a window after which the heap is trimmed
+REL_UNKNOWN = -2               # a term's row in its example, when a resume state did not know it
 STORE_SPARE = (4096, 1 << 16)  # rows, non-zeros of room a rebuilt or pinned row store leaves for
                                # the rows chunks add beyond the data (sequence: a unit row each)
 
@@ -477,6 +500,9 @@ class Cache:
     store: RowStore = field(default_factory=RowStore)
     sqnorm: Optional[np.ndarray] = None   # ||x_c||^2 once an engine computed it (nan: not yet),
                                           # so that a re-optimisation does not compute it again
+    rel: Optional[np.ndarray] = None      # a bounded cache's: each term's row in its example
+                                          # (-1: a row beyond the data), kept so that an evicted
+                                          # support vector can come back with its example (Folded)
 
     def __post_init__(self):
         if self.sqnorm is None:
@@ -495,13 +521,16 @@ class Cache:
     @property
     def nbytes(self):
         m, t = self.cons.size, len(self.cons.term_row)
-        return 8 * (m + 1) + 64 * m + _term_bytes(self.cons) * t + self.store.nbytes
+        rel = 0 if self.rel is None else 4 * t
+        return 8 * (m + 1) + 64 * m + _term_bytes(self.cons) * t + rel + self.store.nbytes
 
     def keep(self, mask):
         """Keep the constraints where mask is True; release the rows of the others."""
         gone = np.repeat(~mask, np.diff(self.cons.tptr))        # the terms of the others
         if np.any(gone):
             self.store.release(self.cons.term_row[gone])
+            if self.rel is not None:
+                self.rel = self.rel[~gone]
         del gone
         self.cons.retain(mask)
         self.C, self.alpha, self.grad = self.C[mask], self.alpha[mask], self.grad[mask]
@@ -516,6 +545,128 @@ class Cache:
         xi = np.full(len(ids), -np.inf)
         np.maximum.at(xi, inv, self.grad)
         return ids, inv.astype(np.int64), C_group, np.maximum(xi, 0.0)
+
+
+class Folded:
+    """The support vectors a bounded cache evicted, kept as terms over their example's own rows
+    (`rel`: a row of the example, or -1 - k: row k of `extra`, a row beyond the data such as the
+    sequence task's unit row), without the data they name: when the example is read again its
+    rows are at hand, and its constraints return to the cache with their alphas (OnlineDual._unfold),
+    so that later passes revise what the eviction froze (see Memory in the module docstring)."""
+
+    def __init__(self):
+        i64, f64 = np.zeros(0, np.int64), np.zeros(0)
+        self.group, self.key, self.alpha, self.margin = i64, i64, f64, f64
+        self.coded = np.zeros(0, bool)        # kept as the task's code (Task.evicted_codes)
+        self.cptr, self.codes = np.zeros(1, np.int64), i64
+        self.tptr, self.rel = np.zeros(1, np.int64), np.zeros(0, np.int32)
+        self.scale, self.offset, self.bias = f64, i64, np.zeros(0, bool)
+        self.extra = (np.zeros(1, np.int64), np.zeros(0, np.int32), f64)     # CSR
+
+    @property
+    def size(self):
+        return len(self.group)
+
+    @property
+    def nbytes(self):
+        arrays = (self.group, self.key, self.alpha, self.margin, self.coded, self.cptr, self.codes,
+                  self.tptr, self.rel, self.scale, self.offset, self.bias) + self.extra
+        return sum(a.nbytes for a in arrays)
+
+    def constraint_bytes(self):
+        """The bytes of each constraint: its own, its terms' and its extra rows' (a row shared
+        by several is counted with each: an upper bound)."""
+        per = np.diff(self.tptr)
+        each = 49 + 8 * np.diff(self.cptr) + per * (self.rel.itemsize + self.scale.itemsize
+                                                    + self.offset.itemsize + 1)
+        beyond = self.rel < 0
+        if np.any(beyond):
+            indptr, _, values = self.extra
+            k = -1 - self.rel[beyond].astype(np.int64)
+            row_bytes = 8 + (indptr[k + 1] - indptr[k]) * (4 + values.itemsize)
+            owner = np.repeat(np.arange(self.size), per)[beyond]
+            each = each + np.bincount(owner, weights=row_bytes, minlength=self.size).astype(np.int64)
+        return each
+
+    def add(self, cache, mask, alpha, coder=None):
+        """Keep the cache's constraints where mask is True, with their alphas: as the codes
+        `coder` (Task.evicted_codes) gives, else as their terms."""
+        cons, store = cache.cons, cache.store
+        part = cons.select(mask)
+        terms = np.repeat(mask, np.diff(cons.tptr))
+        rel = cache.rel[terms].astype(np.int64)
+        cat = np.concatenate
+        coded = None if coder is None else coder(part, rel)
+        self.group, self.key = cat([self.group, part.group]), cat([self.key, part.key])
+        self.alpha, self.margin = cat([self.alpha, alpha[mask]]), cat([self.margin, part.margin])
+        self.coded = cat([self.coded, np.full(part.size, coded is not None)])
+        if coded is not None:
+            cptr, codes = coded
+            self.cptr = cat([self.cptr, self.cptr[-1] + cptr[1:]])
+            self.codes = cat([self.codes, codes])
+            self.tptr = cat([self.tptr, np.full(part.size, self.tptr[-1])])
+            return
+        self.cptr = cat([self.cptr, np.full(part.size, self.cptr[-1])])
+        beyond = rel < 0
+        if np.any(beyond):
+            rows, inverse = np.unique(part.term_row[beyond], return_inverse=True)
+            indptr, indices, values = self.extra
+            n_extra = len(indptr) - 1
+            lo, hi = store.indptr[rows], store.indptr[rows + 1]
+            src = _ranges(lo, hi)
+            self.extra = (np.concatenate([indptr, indptr[-1] + np.cumsum(hi - lo)]),
+                          np.concatenate([indices, store.indices[src]]),
+                          np.concatenate([values, store.data[src]]) if len(values)
+                          else store.data[src].copy())
+            rel[beyond] = -1 - (n_extra + inverse)
+        self.tptr = cat([self.tptr, self.tptr[-1] + part.tptr[1:]])
+        self.rel = cat([self.rel, rel.astype(np.int32)])
+        self.scale = cat([self.scale, part.term_scale]) if len(self.scale) else part.term_scale.copy()
+        self.offset = cat([self.offset, part.term_offset]) if len(self.offset) else part.term_offset.copy()
+        self.bias = cat([self.bias, part.term_bias])
+
+    def take(self, mask):
+        """Remove the constraints where mask is True; returns them (their `extra` rows renumbered
+        to a CSR of their own)."""
+        out = Folded()
+        lengths = np.diff(self.tptr)
+        terms = np.repeat(mask, lengths)
+        for name in ("group", "key", "alpha", "margin", "coded"):
+            a = getattr(self, name)
+            setattr(out, name, a[mask])
+            setattr(self, name, a[~mask])
+        out.tptr = np.concatenate(([0], np.cumsum(lengths[mask]))).astype(np.int64)
+        self.tptr = np.concatenate(([0], np.cumsum(lengths[~mask]))).astype(np.int64)
+        n_codes = np.diff(self.cptr)
+        in_codes = np.repeat(mask, n_codes)
+        out.codes, self.codes = self.codes[in_codes], self.codes[~in_codes]
+        out.cptr = np.concatenate(([0], np.cumsum(n_codes[mask]))).astype(np.int64)
+        self.cptr = np.concatenate(([0], np.cumsum(n_codes[~mask]))).astype(np.int64)
+        for name in ("rel", "scale", "offset", "bias"):
+            a = getattr(self, name)
+            setattr(out, name, a[terms])
+            setattr(self, name, a[~terms])
+        out.extra = self._extra_of(out)
+        self.extra = self._extra_of(self)
+        return out
+
+    def _extra_of(self, part):
+        """The extra rows `part`'s terms use, as a CSR of their own (part.rel renumbered)."""
+        indptr, indices, values = self.extra
+        beyond = part.rel < 0
+        rows, inverse = np.unique(-1 - part.rel[beyond].astype(np.int64), return_inverse=True)
+        lo, hi = indptr[rows], indptr[rows + 1]
+        src = _ranges(lo, hi)
+        rel = part.rel.copy()
+        rel[beyond] = -1 - inverse
+        part.rel = rel
+        return (np.concatenate(([0], np.cumsum(hi - lo))).astype(np.int64), indices[src], values[src])
+
+
+def _ranges(lo, hi):
+    """The indices lo[k]:hi[k] of every k, joined."""
+    n = hi - lo
+    return np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,7 +685,8 @@ class ChunkRecord:
     seconds: float
     solves: int
     epochs: int
-    nbytes: int                # bytes of the cache's arrays and row store
+    nbytes: int                # bytes of the cache's arrays and row store, and of the evicted
+                               # support vectors kept to come back (Folded)
 
 
 @dataclass
@@ -552,6 +704,7 @@ class OnlineResult:
     certified: bool            # upper is the whole problem's P(w): a pass added nothing
     interrupted: bool = False
     cache_peak_bytes: int = 0  # the most the cache held: constraints and their rows, not the data
+                               # (and what evicted support vectors kept, Folded)
     state_of: Optional[object] = None   # the run's resume state, made when asked for: a copy of
                                         # the cache held through the certificate pass was the peak
                                         # of a UD English EWT run (20 MB over the training's)
@@ -607,6 +760,9 @@ class OnlineDual:
         self.fold_margin = 0.0
         self.folded_ids = np.zeros(0, np.int64)
         self.folded_mass = np.zeros(0)
+        self.folded = Folded()          # ... and their terms, until their example comes back
+        self.frozen_ids = np.zeros(0, np.int64)     # examples with evicted alpha that does not
+                                        # come back (terms whose rows were not known: REL_UNKNOWN)
         self.pass_ = 0                  # current pass (0-based)
         self.rows_done = 0              # rows of the file finished in the current pass
         self.examples_done = 0          # positional ids handed out in the current pass
@@ -649,6 +805,8 @@ class OnlineDual:
         self.stream_grouping = _stream_grouping(task)
         self.row_digest = RowDigest()   # fingerprint of the rows done in the current pass
         self.digest = None
+        if self._returns and self.cache.rel is None:
+            self.cache.rel = np.zeros(0, np.int32)
         if state is not None:
             try:
                 self._restore(state)
@@ -673,6 +831,10 @@ class OnlineDual:
         if len(t.term_offset):
             past = t.term_offset >= blocks * old.width
             t.term_offset = np.where(past, t.term_offset + blocks * (new.width - old.width), t.term_offset)
+        f = self.folded
+        if len(f.offset):
+            past = f.offset >= blocks * old.width
+            f.offset = np.where(past, f.offset + blocks * (new.width - old.width), f.offset)
         self.cache.sqnorm = np.full(t.size, np.nan)      # terms that overlapped may no longer
         self.geometry = new
         self._geometry_changed()
@@ -715,7 +877,8 @@ class OnlineDual:
                         self._optimise(inner=True)
                     record = ChunkRecord(self.pass_ + 1, self.examples_seen, self.cache.size,
                                          self.LB, self.UB, time.perf_counter() - started,
-                                         self.solves, self.epochs, self.cache.nbytes)
+                                         self.solves, self.epochs,
+                                         self.cache.nbytes + self.folded.nbytes)
                     if on_chunk is not None:
                         on_chunk(record)
                     if interrupt.requested():
@@ -748,6 +911,19 @@ class OnlineDual:
         return self.stream_grouping == "keyed"
 
     @property
+    def _grouping(self):
+        """How the stream's rows form examples: whole runs of a qid, or one row each."""
+        return "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
+
+    @property
+    def _returns(self):
+        """Whether evicted support vectors are kept to come back with their example (Folded): a
+        bounded cache whose examples are whole in one place of the file (not a keyed task's) and
+        whose rows are the file's (not a controlled task's)."""
+        bounded = self.opt.cache_limit is not None or self.opt.cache_limit_bytes is not None
+        return bounded and not self._keyed and not self.controlled
+
+    @property
     def shuffles(self):
         """Whether the examples are visited in shuffled windows."""
         return self.opt.shuffle_window > 0
@@ -768,7 +944,7 @@ class OnlineDual:
         if prepare is not None:
             blocks = prepare(blocks)
         blocks = self._skip_done(blocks)
-        grouping = "consecutive" if self.stream_grouping in ("consecutive", "queries") else "row"
+        grouping = self._grouping
         # refused at its line as it is read (before a column is stored as int32 or widens w)
         examples = _checked(data.whole_examples(blocks, grouping), self.path, self.opt.zero_based)
         if not self.shuffles:
@@ -918,7 +1094,17 @@ class OnlineDual:
 
     def _explore(self, chunk, ids=None):
         """Alg. 2 lines 4-10 for every example of the chunk; `ids`: the examples' positions in the
-        file (None: the chunk is the next in file order)."""
+        file (None: the chunk is the next in file order). The cache limit is enforced once, after
+        the chunk's evicted support vectors came back and its new constraints came in."""
+        self._admit(chunk, ids)
+        self._enforce_limit()
+        f = self.folded
+        if self.pass_ + 1 >= self.opt.passes and f.size and f.group.min() < self.examples_done:
+            # the last pass does not come back to the examples before the current window (or
+            # chunk): theirs are frozen for good, so that one pass keeps no more than before
+            self._freeze(f.group < self.examples_done)
+
+    def _admit(self, chunk, ids):
         task, opt = self.task, self.opt
         if self.stream_grouping == "queries" and ids is None:    # (shuffled: when its window is read)
             self.qids_done |= self._check_queries(chunk)
@@ -931,10 +1117,6 @@ class OnlineDual:
         counted = 0 if self.revisit else len(task.costs(chunk, 1.0))
         self.model_examples += counted
         self.examples_seen += counted
-        try:
-            _, cand = task.worst_offenders(self.w, problem, chunk)
-        except NotImplementedError:       # a task without an oracle lists its constraints
-            cand = task.all_constraints(problem, chunk)
         # the examples' costs: ranking's examples are queries (one slack each, see Ranking), its
         # problem.C are per pair
         C_of = problem.C if problem.C_example is None else problem.C_example
@@ -949,6 +1131,14 @@ class OnlineDual:
             ids_of = self.examples_done + np.arange(n_examples, dtype=np.int64)
         if ids is None:
             self.examples_done += n_examples
+        starts = None
+        if self.folded.size:
+            starts = _example_starts(chunk, self._grouping)
+            self._unfold(problem, chunk, ids_of, C_of, starts, ids is not None)
+        try:
+            _, cand = task.worst_offenders(self.w, problem, chunk)
+        except NotImplementedError:       # a task without an oracle lists its constraints
+            cand = task.all_constraints(problem, chunk)
         if not cand.size:
             return
         g = cand.margin - _dots(problem, cand, self.w, self.geometry)
@@ -989,13 +1179,19 @@ class OnlineDual:
         self.window_raise += raised
         self.raised_since_solve += raised
         new = cand.select(np.isin(np.arange(cand.size), pick))
+        c = self.cache
+        if c.rel is not None:
+            if starts is None:
+                starts = _example_starts(chunk, self._grouping)
+            row = np.asarray(new.term_row, np.int64)
+            first = starts[np.repeat(new.group, np.diff(new.tptr))]
+            c.rel = np.concatenate([c.rel, np.where(row < chunk.n_rows, row - first, -1).astype(np.int32)])
         rows, inverse = np.unique(new.term_row, return_inverse=True)
         stored = self._store_rows(problem, chunk, rows, ids is not None)
         new.term_row = stored[inverse].astype(np.int64)
         self.cache.store.hold(new.term_row)
         new.group = gid[add]
         m = new.size
-        c = self.cache
         c.cons.extend(new)
         c.C = np.concatenate([c.C, C_best[add]])
         c.alpha = np.concatenate([c.alpha, np.zeros(m)])
@@ -1006,8 +1202,6 @@ class OnlineDual:
         self.next_age += m
         self.added_in_pass += m
         self.window_added += m
-        self._enforce_limit()
-        self.cache_peak_bytes = max(self.cache_peak_bytes, self.cache.nbytes)
 
     def _store_rows(self, problem, chunk, rows, in_window):
         """Row store ids for the problem rows `rows` of the chunk: a window's row stored by an
@@ -1154,16 +1348,50 @@ class OnlineDual:
             self.UB += self.fold_margin - float(np.dot(self.w, self.w0))
 
     def _enforce_limit(self):
-        """Evict down to the cache limit: idle constraints, then support vectors (folded into
-        w0), then constraints not yet re-optimised, each oldest first."""
+        """Evict down to the cache limit (_evict). Under a byte bound the evicted support vectors'
+        terms (Folded) count against it too, and take at most half of it: beyond that the oldest
+        are frozen for good, as they all were before they were kept (their alphas stay in w0 and
+        their examples' evicted mass, but do not come back). A bound on the number of
+        constraints is the engine's size; the fold is not in the engine, and is not bounded so."""
+        f, opt = self.folded, self.opt
+        for _ in range(8):      # an eviction adds terms to the fold: at most a few rounds
+            budget = None if opt.cache_limit_bytes is None else opt.cache_limit_bytes - f.nbytes
+            self._evict(budget)
+            share = None if opt.cache_limit_bytes is None else opt.cache_limit_bytes // 2
+            if share is not None and f.nbytes > share:
+                self._freeze_oldest(share)
+            if opt.cache_limit_bytes is None or self.cache.nbytes + f.nbytes <= opt.cache_limit_bytes:
+                break
+        self.cache_peak_bytes = max(self.cache_peak_bytes, self.cache.nbytes + f.nbytes)
+
+    def _freeze_oldest(self, max_bytes):
+        """Drop the oldest kept terms of evicted support vectors until the fold holds at most
+        max_bytes."""
+        f = self.folded
+        tail = np.cumsum(f.constraint_bytes()[::-1])[::-1]       # bytes of constraints k.. on
+        keep_from = min(max(int(np.searchsorted(-tail, -max_bytes)), 1), f.size)
+        old = np.zeros(f.size, bool)
+        old[:keep_from] = True
+        self._freeze(old)
+
+    def _freeze(self, mask):
+        """The kept evicted support vectors where mask is True do not come back: their terms go,
+        their alphas stay in w0 and their examples' evicted mass."""
+        frozen = self.folded.take(mask)
+        self.frozen_ids = np.union1d(self.frozen_ids, frozen.group)
+
+    def _evict(self, budget):
+        """Evict down to the cache limit (`budget`: the bytes left to the cache): idle constraints,
+        then support vectors (folded into w0), then constraints not yet re-optimised, each oldest
+        first."""
         c, opt = self.cache, self.opt
         over_count = opt.cache_limit is not None and c.size > opt.cache_limit
-        over_bytes = opt.cache_limit_bytes is not None and c.nbytes > opt.cache_limit_bytes
+        over_bytes = budget is not None and c.nbytes > budget
         if not (over_count or over_bytes):
             return
         if over_bytes:      # dead rows first: they count against the bound until compacted
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
-            if c.nbytes <= opt.cache_limit_bytes and not over_count:
+            if c.nbytes <= budget and not over_count:
                 return
         # idle zeros first, then support vectors (kept in w0), then the constraints not
         # yet re-optimised: each oldest first (a new constraint evicted before its first solve
@@ -1173,10 +1401,10 @@ class OnlineDual:
         n = c.size
         if opt.cache_limit is not None:
             n = min(n, opt.cache_limit)
-        if opt.cache_limit_bytes is not None:
+        if budget is not None:
             # the bytes of keeping the last n in eviction order, their rows compacted: n shrinks
             # by 10% steps until they fit
-            while n > 0 and _kept_bytes(c, order[c.size - n:]) > opt.cache_limit_bytes:
+            while n > 0 and _kept_bytes(c, order[c.size - n:]) > budget:
                 n = int(n * 0.9)
         evict = np.zeros(c.size, bool)
         evict[order[:c.size - n]] = True
@@ -1193,6 +1421,18 @@ class OnlineDual:
             self._fold_into_w0(np.where(support, c.alpha, 0.0))
             self._fold_ids(c.cons.group[support], c.alpha[support])
             self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
+            if c.rel is not None:
+                # a constraint restored without its terms' rows in their example (saved by a run
+                # without a bound) stays frozen
+                frozen = np.zeros(c.size, bool)
+                unknown = c.rel == REL_UNKNOWN
+                if np.any(unknown):
+                    frozen[np.repeat(np.arange(c.size), np.diff(c.cons.tptr))[unknown]] = True
+                frozen &= support
+                self.folded.add(c, support & ~frozen, c.alpha,
+                                getattr(self.task, "evicted_codes", None))
+                if np.any(frozen):
+                    self.frozen_ids = np.union1d(self.frozen_ids, c.cons.group[frozen])
         support_lost = bool(np.any(support))
         c.keep(~evict)
         if opt.cache_limit_bytes is not None:
@@ -1207,18 +1447,92 @@ class OnlineDual:
         else:
             self._refresh(dual=False)
 
-    def _fold_into_w0(self, weight):
-        """w0 += sum_c weight_c x_c over the cache, in place (no engine: it would hold a w and a
-        scratch vector of its own)."""
+    def _unfold(self, problem, chunk, ids_of, C_of, starts, in_window):
+        """The evicted support vectors of the chunk's examples (global ids `ids_of`; `starts`: the
+        rows where they start in the chunk) back into the cache with their alphas: what they put
+        in w leaves w0, their alpha l fold_margin, their alpha their example's evicted mass. The
+        alphas do not change, so neither do w and LB; the next re-optimisation may revise them."""
+        f = self.folded
+        back = np.isin(f.group, ids_of)
+        if not np.any(back):
+            return
+        ret = f.take(back)
+        order = np.argsort(ids_of, kind="stable")
+        local = order[np.searchsorted(ids_of, ret.group, sorter=order)]
+        parts, rels = [], []
+        is_coded = ret.coded.copy()
+        if np.any(is_coded):                 # rebuilt by the task, over the problem's rows
+            coded = ret.take(is_coded)
+            built = self.task.constraints_from_codes(problem, chunk, local[is_coded], coded.cptr,
+                                                     coded.codes)
+            row = np.asarray(built.term_row, np.int64)
+            first = starts[np.repeat(built.group, np.diff(built.tptr))]
+            rels.append(np.where(row < chunk.n_rows, row - first, -1))
+            rows, inverse = np.unique(row, return_inverse=True)
+            built.term_row = self._store_rows(problem, chunk, rows, in_window)[inverse]
+            built.group, built.margin = coded.group, coded.margin
+            parts.append((built, coded.alpha, local[is_coded]))
+            local = local[~is_coded]
+        if ret.size:                         # kept as terms over the example's rows
+            term_local = np.repeat(local, np.diff(ret.tptr))
+            inside = ret.rel >= 0
+            if np.any(ret.rel[inside] >= (starts[term_local + 1] - starts[term_local])[inside]):
+                raise data.DataError(self.path, None, "an example has fewer rows than when it was "
+                                                      "read before: the file changed during training")
+            stored = np.empty(len(ret.rel), np.int64)
+            if np.any(inside):
+                rows, inverse = np.unique(starts[term_local[inside]] + ret.rel[inside], return_inverse=True)
+                stored[inside] = self._store_rows(problem, chunk, rows, in_window)[inverse]
+            if not np.all(inside):
+                rows, inverse = np.unique(-1 - ret.rel[~inside].astype(np.int64), return_inverse=True)
+                stored[~inside] = self.cache.store.add(*ret.extra, rows)[inverse]
+            rels.append(np.where(inside, ret.rel, -1))
+            parts.append((Constraints(ret.tptr, stored, ret.scale, ret.offset, ret.bias, ret.margin,
+                                      ret.group, ret.key), ret.alpha, local))
+        c = self.cache
+        index = c.cons.term_row.dtype if len(c.cons.term_row) else parts[0][0].term_offset.dtype
+        new = Constraints.concat([p for p, _, _ in parts])
+        new.term_row = new.term_row.astype(index)
+        alpha = np.concatenate([a for _, a, _ in parts])
+        local = np.concatenate([l for _, _, l in parts])
+        c.store.hold(new.term_row)
+        self._fold_into_w0(-alpha, new)
+        m = new.size
+        c.cons.extend(new)
+        c.C = np.concatenate([c.C, C_of[local]])
+        c.alpha = np.concatenate([c.alpha, alpha])
+        c.grad = np.concatenate([c.grad, new.margin - self._store_dots(cons=new)])
+        c.age = np.concatenate([c.age, self.next_age + np.arange(m, dtype=np.int64)])
+        c.idle = np.concatenate([c.idle, np.zeros(m, np.int64)])
+        c.sqnorm = np.concatenate([c.sqnorm, np.full(m, np.nan)])
+        if c.rel is not None:       # (None: resumed without a bound, nothing is evicted again)
+            c.rel = np.concatenate([c.rel] + [r.astype(np.int32) for r in rels])
+        self.next_age += m
+        self.fold_margin -= float(np.dot(alpha, new.margin))
+        pos = np.searchsorted(self.folded_ids, new.group)
+        np.subtract.at(self.folded_mass, pos, alpha)
+        gone = (np.isin(self.folded_ids, new.group) & ~np.isin(self.folded_ids, f.group)
+                & ~np.isin(self.folded_ids, self.frozen_ids))
+        self.folded_ids, self.folded_mass = self.folded_ids[~gone], self.folded_mass[~gone]
+        if not len(self.folded_ids):
+            # nothing is evicted any more: the problem is the cache's own again
+            self.w0, self.fold_margin = None, 0.0
+        # UB moves (the budgets, w0 and fold_margin did), LB does not: the alphas are the same
+        self._refresh(dual=False, gradients=c.grad)
+
+    def _fold_into_w0(self, weight, cons=None):
+        """w0 += sum_c weight_c x_c over the cache (or `cons`, over the cache's rows), in place
+        (no engine: it would hold a w and a scratch vector of its own)."""
         from svmtrain._oneslack import accumulate_plane
         c, bias = self.cache, self.geometry.bias
+        cons = c.cons if cons is None else cons
         if self.w0 is None:
             self.w0 = np.zeros(len(self.w))
         # every entry marked as touched already: accumulate_plane then lists none of them, and
         # the list it needs room for is never written (np.empty: its pages are never touched)
         accumulate_plane(c.store.indptr, c.store.indices, c.store.data, self.store_cols,
-                         c.cons.tptr, c.cons.term_row, c.cons.term_scale,
-                         _offsets(c.cons.term_offset), c.cons.term_bias, weight,
+                         cons.tptr, cons.term_row, cons.term_scale,
+                         _offsets(cons.term_offset), cons.term_bias, weight,
                          0.0 if bias is None else float(bias), bias is not None, self.stride,
                          self.w0, np.ones(len(self.w0), np.uint8), np.empty(len(self.w0), np.int64))
 
@@ -1276,11 +1590,21 @@ class OnlineDual:
             "w0": np.zeros(0) if self.w0 is None else self.w0,
             "fold_margin": np.array(self.fold_margin),
             "folded_ids": self.folded_ids, "folded_mass": self.folded_mass,
+            "frozen_ids": self.frozen_ids,
+            "term_rel": np.zeros(0, np.int32) if c.rel is None else c.rel,
+            "fold_group": self.folded.group, "fold_key": self.folded.key,
+            "fold_coded": self.folded.coded, "fold_cptr": self.folded.cptr,
+            "fold_codes": self.folded.codes,
+            "fold_alpha": self.folded.alpha, "fold_l": self.folded.margin,
+            "fold_tptr": self.folded.tptr, "fold_rel": self.folded.rel,
+            "fold_scale": self.folded.scale, "fold_offset": np.asarray(self.folded.offset, np.int64),
+            "fold_bias": self.folded.bias, "fold_extra_indptr": self.folded.extra[0],
+            "fold_extra_indices": self.folded.extra[1], "fold_extra_data": self.folded.extra[2],
             "qids_done": np.array(sorted(self.qids_done), np.int64),
             "tptr": t.tptr, "term_row": term_row, "term_scale": t.term_scale,
             "term_offset": np.asarray(t.term_offset, np.int64), "term_bias": np.asarray(t.term_bias, bool),
             "margin": t.margin, "group": t.group, "key": t.key, "C": c.C, "alpha": c.alpha,
-            "age": c.age, "idle": c.idle,
+            "age": c.age, "idle": c.idle, "grad": c.grad, "sqnorm": c.sqnorm,
             "store_indptr": store[0], "store_indices": store[1], "store_data": store[2],
             "store_refs": store[3], "store_window_row": window_row,
         }
@@ -1296,6 +1620,17 @@ class OnlineDual:
         self.fold_margin = float(s["fold_margin"])
         self.folded_ids = np.array(s["folded_ids"], np.int64)
         self.folded_mass = np.array(s["folded_mass"], np.float64)
+        self.frozen_ids = np.array(s["frozen_ids"], np.int64)
+        f = self.folded
+        f.group, f.key = np.array(s["fold_group"], np.int64), np.array(s["fold_key"], np.int64)
+        f.alpha, f.margin = np.array(s["fold_alpha"], np.float64), np.array(s["fold_l"], np.float64)
+        f.coded = np.array(s["fold_coded"], bool)
+        f.cptr, f.codes = np.array(s["fold_cptr"], np.int64), np.array(s["fold_codes"], np.int64)
+        f.tptr, f.rel = np.array(s["fold_tptr"], np.int64), np.array(s["fold_rel"], np.int32)
+        f.scale, f.bias = np.array(s["fold_scale"]), np.array(s["fold_bias"], bool)
+        f.offset = np.array(s["fold_offset"], np.int64)
+        f.extra = (np.array(s["fold_extra_indptr"], np.int64), np.array(s["fold_extra_indices"], np.int32),
+                   np.array(s["fold_extra_data"]))
         self.LB, self.UB = float(s["LB"]), float(s["UB"])
         self.pass_, self.rows_done = int(s["pass"]), int(s["rows_done"])
         self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
@@ -1329,20 +1664,35 @@ class OnlineDual:
         store = RowStore(s["store_indptr"], s["store_indices"], s["store_data"], s["store_refs"])
         self.resume_window_row = np.asarray(s["store_window_row"], np.int64)
         self.cache = Cache(cons, s["C"], s["alpha"], np.zeros(cons.size), s["age"], s["idle"], store)
-        self.cache.grad = cons.margin - self._store_dots()
+        if self._returns:         # (REL_UNKNOWN: saved by a run without a bound)
+            rel = s["term_rel"]
+            self.cache.rel = (np.array(rel, np.int32) if len(rel) == len(cons.term_row)
+                              else np.full(len(cons.term_row), REL_UNKNOWN, np.int32))
+        # the gradients as the run had them: under evicted support vectors the engine's are
+        # (l - w0.x) - v.x, which a fresh l - w.x need not equal in the last bit
+        grad = s.get("grad")
+        self.cache.grad = (np.array(grad, np.float64) if grad is not None and len(grad) == cons.size
+                           else cons.margin - self._store_dots())
+        # ... and the norms the engines computed (an engine computes a norm its own way: one
+        # computed afresh for the resumed run moved a bounded multiclass run's model)
+        sqnorm = s.get("sqnorm")
+        if sqnorm is not None and len(sqnorm) == cons.size:
+            self.cache.sqnorm = np.array(sqnorm, np.float64)
         self.digest = int(s["digest"])
         if self.cache.size:
             self._engine_cache().engine(self.cache.alpha)    # the engine's own checks, once
 
-    def _store_dots(self, w=None):
-        """w . x_c for the cached constraints, over the row store (w: the current w)."""
+    def _store_dots(self, w=None, cons=None):
+        """w . x_c for the cached constraints (or `cons`, over the cache's rows), over the row
+        store (w: the current w)."""
         c = self.cache
-        if not c.size:
+        cons = c.cons if cons is None else cons
+        if not cons.size:
             return np.zeros(0)
         s, bias = c.store, self.geometry.bias
-        return term_dots(s.indptr, s.indices, s.data, self.store_cols, c.cons.tptr, c.cons.term_row,
-                         c.cons.term_scale, _offsets(c.cons.term_offset),
-                         c.cons.term_bias, self.w if w is None else w,
+        return term_dots(s.indptr, s.indices, s.data, self.store_cols, cons.tptr, cons.term_row,
+                         cons.term_scale, _offsets(cons.term_offset),
+                         cons.term_bias, self.w if w is None else w,
                          0.0 if bias is None else float(bias), bias is not None, self.stride)
 
 
@@ -1456,7 +1806,9 @@ def _kept_bytes(cache, kept):
         used[first:first + n] = False
     rows = int(np.count_nonzero(used))
     nnz = int(np.diff(cache.store.indptr)[used].sum()) if rows else 0
-    return (8 * (len(kept) + 1) + 64 * len(kept) + _term_bytes(cache.cons) * int(lengths[kept].sum())
+    rel = 0 if cache.rel is None else 4
+    return (8 * (len(kept) + 1) + 64 * len(kept)
+            + (_term_bytes(cache.cons) + rel) * int(lengths[kept].sum())
             + 8 * (rows + 1) + 12 * nnz + 8 * rows)
 
 
@@ -1674,7 +2026,15 @@ _ARRAY_KEYS = {
     "store_data": (np.floating, np.uint8),      # (a sequence store's values may be bytes)
     "store_refs": np.integer, "store_window_row": np.integer, "qids_done": np.integer,
     "w0": np.floating, "folded_ids": np.integer, "folded_mass": np.floating,
+    "frozen_ids": np.integer, "term_rel": np.integer, "fold_group": np.integer,
+    "fold_key": np.integer, "fold_alpha": np.floating, "fold_l": np.floating,
+    "fold_coded": np.bool_, "fold_cptr": np.integer, "fold_codes": np.integer,
+    "grad": np.floating, "sqnorm": np.floating,
+    "fold_tptr": np.integer, "fold_rel": np.integer, "fold_scale": np.floating,
+    "fold_offset": np.integer, "fold_bias": np.bool_, "fold_extra_indptr": np.integer,
+    "fold_extra_indices": np.integer, "fold_extra_data": (np.floating, np.uint8),
 }
+_FOLD_KEYS = [k for k in _ARRAY_KEYS if k.startswith("fold_")] + ["frozen_ids", "term_rel"]
 _SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "window_rows", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified",
                 "fold_margin")
@@ -1703,8 +2063,15 @@ def load_state(arrays, fields):
     consistency; returns the arrays. Raises StateError with the reason."""
     if str(arrays["mode"]) != "online-dual":
         raise StateError(f"a {arrays['mode']} state, not an online-dual one")
-    if int(arrays.get("version", -1)) != STATE_VERSION:
+    version = int(arrays.get("version", -1))
+    if version not in (STATE_VERSION, 8):
         raise StateError(f"unsupported state version {arrays.get('version')}")
+    if version == 8:        # saved before evicted support vectors kept their terms: none kept
+        arrays = dict(arrays)
+        arrays["grad"] = arrays["sqnorm"] = np.zeros(0)      # (recomputed: see _restore)
+        for k in _FOLD_KEYS:
+            arrays[k] = np.zeros(1 if k in ("fold_tptr", "fold_cptr", "fold_extra_indptr") else 0,
+                                 bool if k in ("fold_bias", "fold_coded") else np.int64)
     for k in list(_ARRAY_KEYS) + list(_SCALAR_KEYS):
         if k not in arrays:
             raise StateError(f"missing '{k}'")
@@ -1713,7 +2080,10 @@ def load_state(arrays, fields):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if a.ndim != 1 or not (any(np.issubdtype(a.dtype, k) for k in kinds) or a.size == 0):
             raise StateError(f"'{k}' is not a 1-D array of the right type")
-        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+        if k == "sqnorm":       # (NaN: not computed yet)
+            if np.any(np.isinf(a)) or np.any(a < 0):
+                raise StateError(f"'{k}' holds inf or a negative value")
+        elif a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             raise StateError(f"'{k}' holds NaN or inf")
     for k in _SCALAR_KEYS:
         a = arrays[k]
@@ -1736,7 +2106,8 @@ def load_state(arrays, fields):
         raise StateError("inconsistent constraint terms")
     if any(len(arrays[k]) != n_terms for k in ("term_scale", "term_offset", "term_bias")):
         raise StateError("inconsistent constraint terms")
-    if any(len(arrays[k]) != m for k in ("group", "key", "C", "alpha", "age", "idle")):
+    if any(len(arrays[k]) != m for k in ("group", "key", "C", "alpha", "age", "idle")) \
+            or len(arrays["grad"]) not in (0, m) or len(arrays["sqnorm"]) not in (0, m):
         raise StateError("per-constraint arrays differ in length")
     if n_rows < 0 or s[0] != 0 or np.any(np.diff(s) < 0) or s[-1] != len(arrays["store_indices"]) \
             or len(arrays["store_data"]) != s[-1] or len(arrays["store_refs"]) != n_rows:
@@ -1756,9 +2127,46 @@ def load_state(arrays, fields):
     if len(ids) != len(arrays["folded_mass"]) or np.any(np.diff(ids) <= 0) \
             or np.any(arrays["folded_mass"] < 0):
         raise StateError("inconsistent evicted support vectors")
+    _check_fold(arrays, n_terms, n_cols)
     if int(arrays["pass"]) < 0 or int(arrays["rows_done"]) < 0:
         raise StateError("negative position")
     return arrays
+
+
+def _check_fold(arrays, n_terms, n_cols):
+    """The evicted support vectors' terms (Folded) of a state, for consistency."""
+    bad = StateError("inconsistent evicted support vectors' terms")
+    rel = arrays["term_rel"]
+    if len(rel) not in (0, n_terms) or (len(rel) and rel.min() < REL_UNKNOWN):
+        raise bad
+    m, t = len(arrays["fold_group"]), arrays["fold_tptr"]
+    n = len(arrays["fold_rel"])
+    if len(t) != m + 1 or t[0] != 0 or np.any(np.diff(t) < 0) or t[-1] != n:
+        raise bad
+    if any(len(arrays[k]) != n for k in ("fold_scale", "fold_offset", "fold_bias")) \
+            or any(len(arrays[k]) != m for k in ("fold_key", "fold_alpha", "fold_l", "fold_coded")):
+        raise bad
+    c = arrays["fold_cptr"]
+    if len(c) != m + 1 or c[0] != 0 or np.any(np.diff(c) < 0) or c[-1] != len(arrays["fold_codes"]) \
+            or (len(arrays["fold_codes"]) and arrays["fold_codes"].min() < 0) \
+            or np.any(np.diff(c)[~arrays["fold_coded"]] > 0) or np.any(np.diff(t)[arrays["fold_coded"]] > 0):
+        raise bad
+    if np.any(arrays["fold_alpha"] < 0) or (n and (arrays["fold_offset"].min() < 0 or
+                                                   arrays["fold_offset"].max() >= len(arrays["w"]))):
+        raise bad
+    x = arrays["fold_extra_indptr"]
+    n_extra = len(x) - 1
+    if n_extra < 0 or x[0] != 0 or np.any(np.diff(x) < 0) or x[-1] != len(arrays["fold_extra_indices"]) \
+            or len(arrays["fold_extra_data"]) != x[-1]:
+        raise bad
+    if len(arrays["fold_extra_indices"]) and (arrays["fold_extra_indices"].min() < 0
+                                              or arrays["fold_extra_indices"].max() >= max(n_cols, 1)):
+        raise bad
+    if n and arrays["fold_rel"].min() < -n_extra:
+        raise bad
+    if not np.all(np.isin(arrays["fold_group"], arrays["folded_ids"])) \
+            or np.any(np.diff(arrays["frozen_ids"]) <= 0):
+        raise bad
 
 
 def _show(a):

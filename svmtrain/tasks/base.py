@@ -243,6 +243,19 @@ class Task(ABC):
         naming it across blocks and passes."""
         raise NotImplementedError
 
+    def evicted_codes(self, cons, rel):
+        """Optional, for the online-dual mode under a cache limit: each of `cons` (constraints the
+        cache evicts; `rel`: each term's row in its example, -1 past the data) as a short int64
+        code from which `constraints_from_codes` rebuilds it when its example is read again, as
+        (code pointers, codes); None keeps their terms instead (svmtrain.solvers.online.Folded)."""
+        return None
+
+    def constraints_from_codes(self, problem, block, examples, cptr, codes):
+        """The constraints coded by `evicted_codes`, of the block's examples `examples` (their
+        indices in it, one per constraint), over the problem's rows, identical to the ones coded:
+        the same terms in the same order, margin and key; their group is the example's index."""
+        raise NotImplementedError
+
     #: 1-slack: whether the solver should keep each example's most recent worst offenders and try
     #: them before the oracle; pays where the oracle costs much more than re-pricing a few cached
     #: constraints (K class scores, Viterbi), not where it is one scoring pass

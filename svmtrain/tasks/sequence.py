@@ -240,6 +240,49 @@ class Sequence(LabelledTask):
                            term_bias, margin.astype(np.float64),
                            first_sentence + np.arange(n_seq, dtype=np.int64), key)
 
+    def evicted_codes(self, cons, rel):
+        """A constraint as its labelling's mistakes: position * K + predicted tag for every
+        token tagged other than its true tag (its emission term of negative scale, the row at the
+        predicted tag's block: offset = the tag). 8 bytes a mistaken token, where its terms take
+        26 and the transitions' about as much again."""
+        lengths = np.diff(cons.tptr)
+        mistaken = np.asarray(cons.term_bias, bool) & (cons.term_scale < 0)
+        owner = np.repeat(np.arange(cons.size), lengths)[mistaken]
+        cptr = np.zeros(cons.size + 1, np.int64)
+        np.cumsum(np.bincount(owner, minlength=cons.size), out=cptr[1:])
+        codes = np.asarray(rel, np.int64)[mistaken] * self.K + np.asarray(cons.term_offset, np.int64)[mistaken]
+        return cptr, codes
+
+    def constraints_from_codes(self, problem, block, examples, cptr, codes):
+        """The sentences `examples` of the block under the labellings coded by evicted_codes:
+        _constraints over their tokens, the rows then renamed to the block's (the unit row is the
+        problem's, after the block's rows)."""
+        seq_ptr = sentences(block, problem.path)
+        examples = np.asarray(examples, np.int64)
+        first, stop = seq_ptr[examples], seq_ptr[examples + 1]
+        n = stop - first
+        rows = np.repeat(first - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        local_ptr = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+        y = self.label_index(block, problem.path)[rows]
+        yhat = y.copy()
+        owner = np.repeat(np.arange(len(examples)), np.diff(cptr))
+        pos, tag = np.divmod(np.asarray(codes, np.int64), self.K)
+        if np.any(pos >= n[owner]) or np.any(pos < 0):
+            raise DataError(problem.path, None, "a sentence has fewer tokens than when it was read "
+                                                "before: the file changed during training")
+        yhat[local_ptr[owner] + pos] = tag
+        wrong = np.bincount(np.repeat(np.arange(len(examples)), n), weights=y != yhat,
+                            minlength=len(examples))
+        delta = wrong if self.loss == "hamming" else (wrong > 0).astype(np.float64)
+        W = Geometry(problem.n_cols, problem.bias).width
+        cons = self._constraints(local_ptr, y, yhat, delta, W, len(rows))
+        term_row = np.asarray(cons.term_row, np.int64)
+        unit = term_row == len(rows)
+        term_row = np.where(unit, block.n_rows, rows[np.where(unit, 0, term_row)])
+        cons.term_row = term_row.astype(index_dtype(max(block.n_rows, self.K * W + (self.K + 1) * self.K)))
+        cons.group = examples
+        return cons
+
     def violations(self, w, block, path, geometry):
         sentence_costs(block, path)   # a sentence's lines agree on their cost (errors name the file)
         return self._worst(w, block, path, geometry)[3]
