@@ -359,8 +359,7 @@ def test_a_cache_limit_keeps_the_evicted_support_vectors_in_w():
     kw = dict(C=0.1, chunk=10, window_rows=500, cache_limit=150)
     for passes in (1, 3):
         run, result, gap = _one_pass(CONLL, "sequence", passes=passes, **kw)
-        assert run.w0 is not None and len(run.folded_ids) > 0
-        assert run.folded.size == 0     # the last pass froze what the windows it let go kept
+        assert run.w0 is not None and len(run.folded_ids) > 0 and run.folded.size > 0
         assert run.cache.size <= 150
         assert _held_within_budgets(run)
         assert result.dual <= OPT

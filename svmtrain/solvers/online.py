@@ -187,12 +187,12 @@ terms bit for bit) and returns to the cache with its alpha: w0 gives back what i
 fold_margin its alpha l, the example's evicted mass its alpha, and the next re-optimisation may
 revise it. w, D and UB's meaning do not move. Under a byte bound, what is kept counts against the
 bound and takes at most half of it (the oldest beyond are frozen for good, as all were before); a
-bound in constraints is the engine's size, and what is kept is not counted in it. The last pass
-does not come back to the windows it let go: their kept support vectors are frozen at once, so one
-pass holds no more than before. Certified gaps after 1 / 3 (/ 6) passes, kept against frozen:
-    - UD English EWT written 4 times, C 0.1, --cache-limit 32MB: 0.0608 / 2.66e-3 (290 s, peak
-      RSS 205 / 213 MB) against 0.0729 / 0.0642 (190 / 210 MB); unbounded, one pass 0.017 at
-      246 MB. What is kept peaked at 6.9 MB (94,301 constraints, in the second pass): the half
+bound in constraints is the engine's size, and what is kept is not counted in it. What the last
+pass keeps is in the resume state: a run continued with more passes (--warm-start) revises it too.
+(Freezing it at the end of each window of the last pass instead gave UD x4 in 32 MB 0.0608 after
+one pass at 205.3 MB against 0.0638 at 202.2 MB, and cost that continuation.) Certified gaps after 1 / 3 (/ 6) passes, kept against frozen:
+    - UD English EWT written 4 times, C 0.1, --cache-limit 32MB: 0.0638 / 3.01e-3 (peak RSS
+      202 / 213 MB) against 0.0729 / 0.0642 (190 / 210 MB); unbounded, one pass 0.017 at 246 MB. What is kept peaked at 6.9 MB (94,301 constraints, in the second pass): the half
       share is a safeguard that did not bind there;
     - the conll2000 sample, 150 constraints: 0.223 / 0.0341 / 0.0143 against 0.22 / 0.216 / 0.217;
     - pendigits' sample, multiclass, windows of 200, 120 constraints: 0.295 / 0.0518 against
@@ -1018,7 +1018,6 @@ class OnlineDual:
                 self.qids_done |= window_qids
             self.rows_done += window.n_rows
             self.examples_done += n
-            self._freeze_passed()        # (before the next window is read)
             self.window_done = self.window_added = self.window_examples = 0
             self.window_raise = 0.0
             self.revisit = False
@@ -1101,15 +1100,6 @@ class OnlineDual:
         the chunk's evicted support vectors came back and its new constraints came in."""
         self._admit(chunk, ids)
         self._enforce_limit()
-        self._freeze_passed()
-
-    def _freeze_passed(self):
-        """The last pass does not come back to the examples before the current window (or, in
-        file order, the chunk just explored): what they kept is frozen for good, so that one pass
-        holds no more than it did before evicted support vectors were kept."""
-        f = self.folded
-        if self.pass_ + 1 >= self.opt.passes and f.size and f.group.min() < self.examples_done:
-            self._freeze(f.group < self.examples_done)
 
     def _admit(self, chunk, ids):
         task, opt = self.task, self.opt
