@@ -391,6 +391,17 @@ def test_a_byte_bound_holds_the_kept_terms_too():
     assert result.dual <= _optimum("sequence", CONLL, 0.1) and _held_within_budgets(solver)
 
 
+def _refuses_broken_kept_terms(state, fields, cases):
+    """Each (key, breakage) of the evicted support vectors' kept terms makes load_state refuse
+    the state (an empty array is skipped: the sequence task keeps codes, not terms)."""
+    from svmtrain.solvers.online import load_state
+    for key, broken in cases:
+        if not len(state[key]):
+            continue
+        with pytest.raises(StateError, match="evicted support vectors"):
+            load_state(dict(state, **{key: broken(state[key])}), fields)
+
+
 def test_a_run_with_evicted_support_vectors_resumes_bit_for_bit(tmp_path):
     """The evicted support vectors (w0, their margin and mass) are in the resume state; a state
     whose w0 does not fit w is refused."""
@@ -412,18 +423,11 @@ def test_a_run_with_evicted_support_vectors_resumes_bit_for_bit(tmp_path):
     with pytest.raises(StateError, match="w0"):
         load_state(bad, fields)
     # the kept terms of the evicted are checked as the cache's are
-    for key, broken in (("fold_offset", lambda a: a + len(state["w"])),
-                        ("fold_tptr", lambda a: a[:-1]),
-                        ("fold_rel", lambda a: a - 10 ** 6),
-                        ("fold_alpha", lambda a: -a),
-                        ("fold_codes", lambda a: a - 10 ** 12),
-                        ("fold_coded", lambda a: ~a),
-                        ("fold_group", lambda a: a + 10 ** 9),
-                        ("term_rel", lambda a: a[:-1])):
-        if not len(state[key]):         # (the sequence task keeps codes, not terms)
-            continue
-        with pytest.raises(StateError, match="evicted support vectors"):
-            load_state(dict(state, **{key: broken(state[key])}), fields)
+    _refuses_broken_kept_terms(state, fields, (
+        ("fold_offset", lambda a: a + len(state["w"])), ("fold_tptr", lambda a: a[:-1]),
+        ("fold_rel", lambda a: a - 10 ** 6), ("fold_alpha", lambda a: -a),
+        ("fold_codes", lambda a: a - 10 ** 12), ("fold_coded", lambda a: ~a),
+        ("fold_group", lambda a: a + 10 ** 9), ("term_rel", lambda a: a[:-1])))
     # a state of the version before (no kept terms) still resumes; its evicted stay frozen
     from svmtrain.solvers.online import _FOLD_KEYS
     old = {k: v for k, v in state.items() if k not in _FOLD_KEYS}
@@ -438,7 +442,6 @@ def test_evicted_multiclass_support_vectors_keep_their_terms_and_resume(tmp_path
     """A task without codes (multiclass) keeps an evicted support vector as its terms over its
     example's rows; they come back in the next pass, a resume state holds them (checked like the
     cache's), and the resumed run is the same bit for bit."""
-    from svmtrain.solvers.online import load_state
     path = os.path.join(REPO, "data", "pendigits_scale.train.sample")
     task = streaming_task(task_class("multiclass"), path, {})
     opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=3, chunk=40, shuffle_window=200,
@@ -450,8 +453,6 @@ def test_evicted_multiclass_support_vectors_keep_their_terms_and_resume(tmp_path
     assert cut.interrupted and not state["fold_coded"].any() and len(state["fold_rel"]) > 0
     resumed = OnlineDual(task, path, opt, state).run()
     assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
-    for key, broken in (("fold_offset", lambda a: a + len(state["w"])),
-                        ("fold_rel", lambda a: a - 10 ** 6),
-                        ("fold_bias", lambda a: a[:-1])):
-        with pytest.raises(StateError, match="evicted support vectors"):
-            load_state(dict(state, **{key: broken(state[key])}), fields)
+    _refuses_broken_kept_terms(state, fields, (
+        ("fold_offset", lambda a: a + len(state["w"])), ("fold_rel", lambda a: a - 10 ** 6),
+        ("fold_bias", lambda a: a[:-1])))

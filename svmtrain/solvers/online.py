@@ -181,8 +181,8 @@ what the support vectors need used to cost the gap that more passes close: the c
 passes. An evicted support vector now keeps what rebuilds it without its rows: the task's code when
 it has one (`Task.evicted_codes`: the sequence task keeps the labelling's mistakes, 8 bytes a
 mistaken token, where its terms take about 50), else its terms with each row named by its place in
-its example (13 to 21 bytes a term). When its example is read again (the next pass, or the window's next
-sweep), the constraint is rebuilt over the example's rows (`Task.constraints_from_codes`, the same
+its example (13 to 21 bytes a term). When its example is read again (the next pass, or the
+window's next sweep), the constraint is rebuilt over the example's rows (`Task.constraints_from_codes`, the same
 terms bit for bit) and returns to the cache with its alpha: w0 gives back what it put there,
 fold_margin its alpha l, the example's evicted mass its alpha, and the next re-optimisation may
 revise it. w, D and UB's meaning do not move. Under a byte bound, what is kept counts against the
@@ -190,10 +190,12 @@ bound and takes at most half of it (the oldest beyond are frozen for good, as al
 bound in constraints is the engine's size, and what is kept is not counted in it. What the last
 pass keeps is in the resume state: a run continued with more passes (--warm-start) revises it too.
 (Freezing it at the end of each window of the last pass instead gave UD x4 in 32 MB 0.0608 after
-one pass at 205.3 MB against 0.0638 at 202.2 MB, and cost that continuation.) Certified gaps after 1 / 3 (/ 6) passes, kept against frozen:
+one pass at 205.3 MB against 0.0638 at 202.2 MB, and cost that continuation.) Certified gaps after
+1 / 3 (/ 6) passes, kept against frozen:
     - UD English EWT written 4 times, C 0.1, --cache-limit 32MB: 0.0638 / 3.01e-3 (peak RSS
-      202 / 213 MB) against 0.0729 / 0.0642 (190 / 210 MB); unbounded, one pass 0.017 at 246 MB. What is kept peaked at 6.9 MB (94,301 constraints, in the second pass): the half
-      share is a safeguard that did not bind there;
+      202 / 213 MB) against 0.0729 / 0.0642 (190 / 210 MB); unbounded, one pass 0.017 at 246 MB.
+      What is kept peaked at 6.9 MB (94,301 constraints, in the second pass): the half share is
+      a safeguard that did not bind there;
     - the conll2000 sample, 150 constraints: 0.223 / 0.0341 / 0.0143 against 0.22 / 0.216 / 0.217;
     - pendigits' sample, multiclass, windows of 200, 120 constraints: 0.295 / 0.0518 against
       0.336 / 0.306; a9a's sample, binary, 300 constraints: 0.239 / 0.0308 against 0.597 / 0.355.
@@ -552,9 +554,10 @@ class Cache:
 class Folded:
     """The support vectors a bounded cache evicted, kept as terms over their example's own rows
     (`rel`: a row of the example, or -1 - k: row k of `extra`, a row beyond the data such as the
-    sequence task's unit row), without the data they name: when the example is read again its
-    rows are at hand, and its constraints return to the cache with their alphas (OnlineDual._unfold),
-    so that later passes revise what the eviction froze (see Memory in the module docstring)."""
+    sequence task's unit row), or as the task's codes (`coded`), without the data they name: when
+    the example is read again its rows are at hand, and its constraints return to the cache with
+    their alphas (OnlineDual._unfold), so that later passes revise what the eviction froze (see
+    Evicted support vectors come back in the module docstring)."""
 
     def __init__(self):
         i64, f64 = np.zeros(0, np.int64), np.zeros(0)
@@ -1180,9 +1183,7 @@ class OnlineDual:
         if c.rel is not None:
             if starts is None:
                 starts = _example_starts(chunk, self._grouping)
-            row = np.asarray(new.term_row, np.int64)
-            first = starts[np.repeat(new.group, np.diff(new.tptr))]
-            c.rel = np.concatenate([c.rel, np.where(row < chunk.n_rows, row - first, -1).astype(np.int32)])
+            c.rel = np.concatenate([c.rel, _rows_in_examples(new, starts, chunk.n_rows)])
         rows, inverse = np.unique(new.term_row, return_inverse=True)
         stored = self._store_rows(problem, chunk, rows, ids is not None)
         new.term_row = stored[inverse].astype(np.int64)
@@ -1350,15 +1351,16 @@ class OnlineDual:
         are frozen for good, as they all were before they were kept (their alphas stay in w0 and
         their examples' evicted mass, but do not come back). A bound on the number of
         constraints is the engine's size; the fold is not in the engine, and is not bounded so."""
-        f, opt = self.folded, self.opt
-        for _ in range(8):      # an eviction adds terms to the fold: at most a few rounds
-            budget = None if opt.cache_limit_bytes is None else opt.cache_limit_bytes - f.nbytes
-            self._evict(budget)
-            share = None if opt.cache_limit_bytes is None else opt.cache_limit_bytes // 2
-            if share is not None and f.nbytes > share:
-                self._freeze_oldest(share)
-            if opt.cache_limit_bytes is None or self.cache.nbytes + f.nbytes <= opt.cache_limit_bytes:
-                break
+        f, bound = self.folded, self.opt.cache_limit_bytes
+        if bound is None:
+            self._evict(None)
+        else:
+            for _ in range(8):      # an eviction adds to the fold: a few rounds at most
+                self._evict(bound - f.nbytes)
+                if f.nbytes > bound // 2:
+                    self._freeze_oldest(bound // 2)
+                if self.cache.nbytes + f.nbytes <= bound:
+                    break
         self.cache_peak_bytes = max(self.cache_peak_bytes, self.cache.nbytes + f.nbytes)
 
     def _freeze_oldest(self, max_bytes):
@@ -1464,10 +1466,8 @@ class OnlineDual:
             coded = ret.take(is_coded)
             built = self.task.constraints_from_codes(problem, chunk, local[is_coded], coded.cptr,
                                                      coded.codes)
-            row = np.asarray(built.term_row, np.int64)
-            first = starts[np.repeat(built.group, np.diff(built.tptr))]
-            rels.append(np.where(row < chunk.n_rows, row - first, -1))
-            rows, inverse = np.unique(row, return_inverse=True)
+            rels.append(_rows_in_examples(built, starts, chunk.n_rows))
+            rows, inverse = np.unique(built.term_row, return_inverse=True)
             built.term_row = self._store_rows(problem, chunk, rows, in_window)[inverse]
             built.group, built.margin = coded.group, coded.margin
             parts.append((built, coded.alpha, local[is_coded]))
@@ -1480,7 +1480,8 @@ class OnlineDual:
                                                       "read before: the file changed during training")
             stored = np.empty(len(ret.rel), np.int64)
             if np.any(inside):
-                rows, inverse = np.unique(starts[term_local[inside]] + ret.rel[inside], return_inverse=True)
+                rows, inverse = np.unique(starts[term_local[inside]] + ret.rel[inside],
+                                          return_inverse=True)
                 stored[inside] = self._store_rows(problem, chunk, rows, in_window)[inverse]
             if not np.all(inside):
                 rows, inverse = np.unique(-1 - ret.rel[~inside].astype(np.int64), return_inverse=True)
@@ -1628,8 +1629,8 @@ class OnlineDual:
         f.tptr, f.rel = np.array(s["fold_tptr"], np.int64), np.array(s["fold_rel"], np.int32)
         f.scale, f.bias = np.array(s["fold_scale"]), np.array(s["fold_bias"], bool)
         f.offset = np.array(s["fold_offset"], np.int64)
-        f.extra = (np.array(s["fold_extra_indptr"], np.int64), np.array(s["fold_extra_indices"], np.int32),
-                   np.array(s["fold_extra_data"]))
+        f.extra = (np.array(s["fold_extra_indptr"], np.int64),
+                   np.array(s["fold_extra_indices"], np.int32), np.array(s["fold_extra_data"]))
         self.LB, self.UB = float(s["LB"]), float(s["UB"])
         self.pass_, self.rows_done = int(s["pass"]), int(s["rows_done"])
         self.examples_done, self.added_in_pass = int(s["examples_done"]), int(s["added_in_pass"])
@@ -1768,6 +1769,15 @@ def _example_starts(block, grouping):
         return np.arange(block.n_rows + 1)
     starts = np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1
     return np.concatenate(([0], starts, [block.n_rows])).astype(np.int64)
+
+
+def _rows_in_examples(cons, starts, n_rows):
+    """Each term's row in its example (`cons` over a chunk's problem rows, grouped by the chunk's
+    examples, which start at rows `starts`), as int32; -1 for a row past the chunk's (the task's
+    own, such as the sequence task's unit row)."""
+    row = np.asarray(cons.term_row, np.int64)
+    first = starts[np.repeat(cons.group, np.diff(cons.tptr))]
+    return np.where(row < n_rows, row - first, -1).astype(np.int32)
 
 
 def _take_examples(block, starts, which):

@@ -250,7 +250,8 @@ class Sequence(LabelledTask):
         owner = np.repeat(np.arange(cons.size), lengths)[mistaken]
         cptr = np.zeros(cons.size + 1, np.int64)
         np.cumsum(np.bincount(owner, minlength=cons.size), out=cptr[1:])
-        codes = np.asarray(rel, np.int64)[mistaken] * self.K + np.asarray(cons.term_offset, np.int64)[mistaken]
+        tags = np.asarray(cons.term_offset, np.int64)[mistaken]
+        codes = np.asarray(rel, np.int64)[mistaken] * self.K + tags
         return cptr, codes
 
     def constraints_from_codes(self, problem, block, examples, cptr, codes):
@@ -279,7 +280,8 @@ class Sequence(LabelledTask):
         term_row = np.asarray(cons.term_row, np.int64)
         unit = term_row == len(rows)
         term_row = np.where(unit, block.n_rows, rows[np.where(unit, 0, term_row)])
-        cons.term_row = term_row.astype(index_dtype(max(block.n_rows, self.K * W + (self.K + 1) * self.K)))
+        index = index_dtype(max(block.n_rows, self.K * W + (self.K + 1) * self.K))
+        cons.term_row = term_row.astype(index)
         cons.group = examples
         return cons
 
