@@ -249,7 +249,6 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
     labels_out, values_out = [], []
-    fmt = task.format_scores if scores else task.format_prediction
     show = progress and output not in (None, "-")
 
     def run(out):
@@ -271,7 +270,7 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
                 labels, values = predict_block(block)
                 metric.add(labels, block)
                 if out is not None:
-                    out.write("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+                    out.write(task.format_lines(values if scores else labels, scores))
                 else:
                     labels_out.append(np.asarray(labels))
                     values_out.append(np.asarray(values))

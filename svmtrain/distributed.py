@@ -368,12 +368,11 @@ def _metric_rows(block):
 
 
 def _partition_predictions(task, w, geometry, path, zero_based, span, scores):
-    fmt = task.format_scores if scores else task.format_prediction
     text, rows = [], []
     with _file_lines(path, span):
         for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
             labels, values = task.predict(w, block, geometry, path)
-            text.append("".join(fmt(v) + "\n" for v in (values if scores else labels)))
+            text.append(task.format_lines(values if scores else labels, scores))
             rows.append((labels, _metric_rows(block)))
     return "".join(text), rows
 

@@ -233,3 +233,17 @@ def test_sequence_input_errors(tmp_path):
     r = cli("train", "-t", "sequence", bad, tmp_path / "m")
     assert r.exit_code == 2 and f"{bad}:2:" in r.stderr and "qid" in r.stderr
     assert not (tmp_path / "m").exists()
+
+
+def test_a_block_of_labels_is_written_as_each_label_is():
+    """predict writes a block's labels through Task.format_lines, which formats each distinct
+    label once: the text is each label's format_prediction, whatever the labels."""
+    from svmtrain.tasks.binary import Binary
+    from svmtrain.tasks.multiclass import Multiclass
+    from svmtrain.tasks.base import format_label
+    rng = np.random.default_rng(3)
+    few = np.array([-1.0, 1.0, 0.0, -0.0, 2.5, 7.0, 1e17, -3.0])
+    for task in (Binary(np.array([-1.0, 1.0])), Multiclass(few)):
+        for labels in (rng.choice(few, 500), rng.choice(few, 20), rng.normal(size=300)):
+            expected = "".join(format_label(v) + "\n" for v in labels)
+            assert task.format_lines(labels) == expected
