@@ -391,6 +391,29 @@ def test_a_byte_bound_holds_the_kept_terms_too():
     assert result.dual <= _optimum("sequence", CONLL, 0.1) and _held_within_budgets(solver)
 
 
+def test_the_bound_holds_before_the_next_window_is_read(monkeypatch):
+    """A let-go window's rows still in use count against a byte bound: the cache is brought
+    within it before the next window is read, not after that window's first chunk (else the old
+    window's rows are held beside the new one)."""
+    from svmtrain.solvers.online import RowStore
+    limit = 60_000
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    o = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=500,
+                      cache_limit_bytes=limit, passes=1)
+    solver = OnlineDual(task, CONLL, o)
+    held = []
+    pin = RowStore.pin
+
+    def pin_and_record(store, parts):
+        held.append(solver.cache.nbytes + solver.folded.nbytes)
+        return pin(store, parts)
+    monkeypatch.setattr(RowStore, "pin", pin_and_record)
+    result = solver.run()
+    assert len(held) > 3                      # several windows
+    assert max(held[1:]) <= limit and result.cache_peak_bytes <= limit
+    assert result.dual <= _optimum("sequence", CONLL, 0.1) and _held_within_budgets(solver)
+
+
 def _refuses_broken_kept_terms(state, fields, cases):
     """Each (key, breakage) of the evicted support vectors' kept terms makes load_state refuse
     the state (an empty array is skipped: the sequence task keeps codes, not terms)."""

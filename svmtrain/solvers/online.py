@@ -403,6 +403,16 @@ class RowStore:
                   self.refs[live])
         return arrays, renumber[term_row], window_row
 
+    def dead_bytes(self):
+        """The bytes `nbytes` counts for rows no term uses, which a compaction drops."""
+        dead = self.refs == 0
+        if self.pinned is not None:
+            first, n = self.pinned
+            dead[first:first + n] = False
+        rows = int(np.count_nonzero(dead))
+        nnz = int(np.diff(self.indptr)[dead].sum()) if rows else 0
+        return (4 + self._data.itemsize) * nnz + 16 * rows
+
     def hold(self, term_row):
         np.add.at(self._refs, term_row, 1)
 
@@ -432,6 +442,10 @@ class RowStore:
         live = self.refs > 0
         if self.pinned is not None:
             live[self.pinned[0]:self.pinned[0] + self.pinned[1]] = True
+        if live.all():              # nothing to drop (a forced compaction still cuts the arrays)
+            if force:
+                self._shrink()
+            return term_row
         lengths = np.diff(self.indptr)
         dead_nnz = int(lengths[~live].sum())
         if not force and (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
@@ -1030,7 +1044,14 @@ class OnlineDual:
             if self.cache.store.pinned is not None:     # the rows no constraint uses go
                 c = self.cache
                 c.store.unpin()
-                c.cons.term_row = c.store.compact(c.cons.term_row)
+                if self.opt.cache_limit_bytes is not None:
+                    # the window's rows still in use count against the bound from now on: evict
+                    # down to it before the next window is read, not after its first chunk (UD
+                    # written 4 times in 32 MB: the let-go window's rows, nearly all in use, were
+                    # held beside the next window at the peak)
+                    self._enforce_limit()
+                c.cons.term_row = c.store.compact(c.cons.term_row,
+                                                  force=self.opt.cache_limit_bytes is not None)
                 c.store.moved = None
             # the window's arrays (below the mmap threshold: from the heap) leave holes that the
             # next window's sizes do not fill; given back (UD written 4 times under --cache-limit
@@ -1390,10 +1411,10 @@ class OnlineDual:
         over_bytes = budget is not None and c.nbytes > budget
         if not (over_count or over_bytes):
             return
-        if over_bytes:      # dead rows first: they count against the bound until compacted
+        if over_bytes and not over_count and c.nbytes - c.store.dead_bytes() <= budget:
+            # dead rows count against the bound until compacted: that is all it takes
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
-            if c.nbytes <= budget and not over_count:
-                return
+            return
         # idle zeros first, then support vectors (kept in w0), then the constraints not
         # yet re-optimised: each oldest first (a new constraint evicted before its first solve
         # would never be tried)
@@ -1419,7 +1440,7 @@ class OnlineDual:
             # w stays; w0 takes what the evicted support vectors put in it: the alphas are those
             # of before, a feasible point, so LB stays a true lower bound and the model does not
             # move
-            self._fold_into_w0(np.where(support, c.alpha, 0.0))
+            self._fold_into_w0(c.alpha[support], c.cons.select(support))
             self._fold_ids(c.cons.group[support], c.alpha[support])
             self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
             if c.rel is not None:
@@ -1439,7 +1460,9 @@ class OnlineDual:
         if opt.cache_limit_bytes is not None:
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
         if fold:
-            self._refresh()
+            # w and the alphas did not move: the kept constraints' gradients stand, and LB too
+            # (what fold_margin gained the cache's sum alpha l lost); UB follows the budgets
+            self._refresh(dual=False, gradients=c.grad)
         elif support_lost:
             # w = sum alpha x over what is left (a feasible alpha: LB stays a true lower bound)
             engine = self._engine_cache().engine(c.alpha, shrinking=False)

@@ -212,10 +212,14 @@ class Sequence(LabelledTask):
         first[seq_ptr[:-1]] = True
         prev_true = np.where(first, K, np.roll(y, 1))
         prev_hat = np.where(first, K, np.roll(yhat, 1))
-        pair_true = sent * (K + 1) * K + prev_true * K + y
-        pair_hat = sent * (K + 1) * K + prev_hat * K + yhat
+        # a token whose pair is the same in both labellings adds +1 and -1 to one count: only
+        # the others are sorted (a sentence's few mistakes, not its every token; the same counts)
+        moved = (prev_true != prev_hat) | (y != yhat)
+        pair_true = (sent * (K + 1) * K + prev_true * K + y)[moved]
+        pair_hat = (sent * (K + 1) * K + prev_hat * K + yhat)[moved]
+        m = len(pair_true)
         ids, inverse = np.unique(np.concatenate([pair_true, pair_hat]), return_inverse=True)
-        counts = np.bincount(inverse, weights=np.concatenate([np.ones(len(y)), -np.ones(len(y))]),
+        counts = np.bincount(inverse, weights=np.concatenate([np.ones(m), -np.ones(m)]),
                              minlength=len(ids))
         nz = counts != 0
         t_sent = ids[nz] // ((K + 1) * K)
