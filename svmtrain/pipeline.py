@@ -345,7 +345,8 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     from svmtrain.controls import Controls as ControlState
     from svmtrain.progress import byte_bar
     from svmtrain.solvers import SOLVERS
-    from svmtrain.memory import STREAM_MMAP_THRESHOLD, WINDOWS_MMAP_THRESHOLD, fix_mmap_threshold
+    from svmtrain.memory import (BOUNDED_WINDOWS_MMAP_THRESHOLD, STREAM_MMAP_THRESHOLD,
+                                 WINDOWS_MMAP_THRESHOLD, fix_mmap_threshold)
     from svmtrain.solvers.online import (OnlineOptions, StateError, load_state, problem_fields,
                                          save_state, streaming_task, structured)
     from svmtrain.tasks import task_class
@@ -369,13 +370,14 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
         task = streaming_task(task_class(p.task), path, p.task_options(), labels, p.zero_based,
                               progress, counts=counts)
     solver_task = streamed_task(task, controls, c, path, p.bias, counts) if shaped else task
+    limit = mode.cache_bound()
     if structured(task):
         # its windows are cutting-plane rounds, as sequence n-slack's (svmtrain.memory): at 4 MB,
         # UD English EWT and conll2000 one pass 50.7 s and 47.3 s against 55.2 s and 55.9 s at
         # 128 KB (6 s of system time against 11-12), peak RSS 309 / 378 MB against 306 / 373,
-        # models bit for bit
-        fix_mmap_threshold(WINDOWS_MMAP_THRESHOLD)
-    limit = mode.cache_bound()
+        # models bit for bit; under a cache limit, which asks for memory before speed, 1 MB
+        # (svmtrain.memory)
+        fix_mmap_threshold(WINDOWS_MMAP_THRESHOLD if limit is None else BOUNDED_WINDOWS_MMAP_THRESHOLD)
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
                         keep_rounds=mode.keep_inactive,

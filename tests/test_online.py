@@ -605,6 +605,22 @@ def test_the_allocator_takes_a_fixed_mmap_threshold():
     assert fix_mmap_threshold(STREAM_MMAP_THRESHOLD) is True
 
 
+def test_a_cache_limit_asks_the_allocator_for_memory_before_speed(monkeypatch):
+    """A structured online-dual run maps arrays of 4 MB and more (speed); under a cache limit,
+    arrays of 1 MB and more (svmtrain.memory: UD written 4 times in 32 MB, 199 -> 180 MB)."""
+    import svmtrain
+    from svmtrain import memory
+    calls = []
+    monkeypatch.setattr(memory, "fix_mmap_threshold", lambda n: calls.append(n) or True)
+    for limit, expected in ((None, memory.WINDOWS_MMAP_THRESHOLD),
+                            ("200KB", memory.BOUNDED_WINDOWS_MMAP_THRESHOLD)):
+        calls.clear()
+        svmtrain.train(os.path.join(REPO, "data", "conll2000.train.svm"),
+                       svmtrain.Problem(task="sequence", C=0.1),
+                       svmtrain.OnlineDual(cache_limit=limit, chunk=20))
+        assert calls[-1] == expected
+
+
 def test_the_heap_gives_back_what_a_window_freed():
     """A window's end gives the heap's free pages back (svmtrain.memory.trim_heap): after arrays
     from the heap are freed, the call reaches glibc's malloc_trim and it releases some."""
