@@ -233,24 +233,27 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
 def test_row_store_keeps_narrow_values_until_rows_that_are_not_come():
     """Rows whose values are bytes (the sequence task's indicator features) are held as bytes;
     the first rows that are not widen the store to float32 and then to float64, each value kept
-    exactly; rows of float64 into a float64 store stay float64."""
+    exactly; rows of float64 into a float64 store stay float64. The bytes counted are those of
+    the rows some term holds, in the store's types."""
     rng = np.random.default_rng(2)
     indptr = np.array([0, 2, 5, 6])
     indices = np.array([0, 3, 1, 2, 4, 0])
     ones = np.ones(6, np.uint8)
     store = RowStore()
-    store.add(indptr, indices, ones, np.arange(3))
+    store.hold(store.add(indptr, indices, ones, np.arange(3)))
     assert store.data.dtype == np.uint8 and store.nbytes == 8 * 4 + 5 * 6 + 8 * 3
-    store.add(indptr, indices, ones * 2, np.array([2, 0]))
+    store.hold(store.add(indptr, indices, ones * 2, np.array([2, 0])))
     assert store.data.dtype == np.uint8 and store.data.tolist() == [1] * 6 + [2] * 3
-    store.add(indptr, indices, np.full(6, 0.5, np.float32), np.array([2]))
+    store.hold(store.add(indptr, indices, np.full(6, 0.5, np.float32), np.array([2])))
     assert store.data.dtype == np.float32 and store.nbytes == 8 * 7 + 8 * 10 + 8 * 6
     assert store.data.tolist() == [1.0] * 6 + [2.0] * 3 + [0.5]
     tenths = rng.normal(size=6)
-    store.add(indptr, indices, tenths, np.array([1]))
+    store.hold(store.add(indptr, indices, tenths, np.array([1])))
     assert store.data.dtype == np.float64 and store.nbytes == 8 * 8 + 12 * 13 + 8 * 7
     assert store.data.tolist() == [1.0] * 6 + [2.0] * 3 + [0.5] + tenths[2:5].tolist()
-    store.add(indptr, indices, ones, np.array([0]))
+    counted = store.nbytes
+    store.add(indptr, indices, ones, np.array([0]))          # a row no term holds: not counted
+    assert store.nbytes == counted and store.dead_bytes() == 12 * 2 + 16
     assert store.data.dtype == np.float64 and store.data[-2:].tolist() == [1.0, 1.0]
     wide = RowStore()
     wide.add(indptr, indices, tenths, np.arange(3))

@@ -414,6 +414,21 @@ def test_the_bound_holds_before_the_next_window_is_read(monkeypatch):
     assert result.dual <= _optimum("sequence", CONLL, 0.1) and _held_within_budgets(solver)
 
 
+def test_a_run_under_a_byte_bound_resumes_bit_for_bit(tmp_path):
+    """Stopped after some windows were let go (and brought within the bound), a run resumed from
+    its state is the run that was not stopped."""
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    o = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=500,
+                      cache_limit_bytes=60_000, passes=1)
+    whole = OnlineDual(task, CONLL, o).run()
+    _, cut, state, _ = _stopped_and_saved(task, "sequence", CONLL, o, tmp_path,
+                                          lambda probe, record: probe.w0 is not None
+                                          and probe.rows_done > 1500)
+    assert cut.interrupted
+    resumed = OnlineDual(task, CONLL, o, state).run()
+    assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
+
+
 def _refuses_broken_kept_terms(state, fields, cases):
     """Each (key, breakage) of the evicted support vectors' kept terms makes load_state refuse
     the state (an empty array is skipped: the sequence task keeps codes, not terms)."""

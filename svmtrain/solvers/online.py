@@ -315,14 +315,27 @@ class RowStore:
 
     @property
     def nbytes(self):
-        """Bytes of the rows the cache holds besides the data: a pinned window's rows are the
-        window's own (held for its looks whether or not a constraint uses them)."""
-        rows, nnz = self.n_rows, self.nnz
+        """Bytes of the rows the cache's terms use besides the data: a pinned window's rows are
+        the window's own (held for its looks whether or not a constraint uses them), and rows no
+        term uses are not counted (they go at the next compaction, and a resume state does not
+        hold them: a resumed run then counts what the run it continues counted)."""
+        live = self._beyond_window(self.refs > 0)
+        rows = int(np.count_nonzero(live))
+        nnz = int(np.diff(self.indptr)[live].sum()) if rows else 0
+        return 8 * (rows + 1) + (4 + self._data.itemsize) * nnz + 8 * rows
+
+    def dead_bytes(self):
+        """The bytes of the rows no term uses (beyond a pinned window), which a compaction drops."""
+        dead = self._beyond_window(self.refs == 0)
+        rows = int(np.count_nonzero(dead))
+        nnz = int(np.diff(self.indptr)[dead].sum()) if rows else 0
+        return (4 + self._data.itemsize) * nnz + 16 * rows
+
+    def _beyond_window(self, mask):
         if self.pinned is not None:
             first, n = self.pinned
-            rows -= n
-            nnz -= int(self.indptr[first + n] - self.indptr[first])
-        return 8 * (rows + 1) + (4 + self._data.itemsize) * nnz + 8 * rows
+            mask[first:first + n] = False
+        return mask
 
     def add(self, indptr, indices, data_, rows, spare=None):
         """Copy rows `rows` of the CSR (indptr, indices, data_) in; their new row numbers.
@@ -412,16 +425,6 @@ class RowStore:
         arrays = (np.concatenate(([0], ends)).astype(np.int64), self.indices[src], self.data[src],
                   self.refs[live])
         return arrays, renumber[term_row], window_row
-
-    def dead_bytes(self):
-        """The bytes `nbytes` counts for rows no term uses, which a compaction drops."""
-        dead = self.refs == 0
-        if self.pinned is not None:
-            first, n = self.pinned
-            dead[first:first + n] = False
-        rows = int(np.count_nonzero(dead))
-        nnz = int(np.diff(self.indptr)[dead].sum()) if rows else 0
-        return (4 + self._data.itemsize) * nnz + 16 * rows
 
     def hold(self, term_row):
         np.add.at(self._refs, term_row, 1)
@@ -1419,11 +1422,10 @@ class OnlineDual:
         c, opt = self.cache, self.opt
         over_count = opt.cache_limit is not None and c.size > opt.cache_limit
         over_bytes = budget is not None and c.nbytes > budget
-        if not (over_count or over_bytes):
-            return
-        if over_bytes and not over_count and c.nbytes - c.store.dead_bytes() <= budget:
-            # dead rows count against the bound until compacted: that is all it takes
+        if budget is not None and not over_bytes and c.nbytes + c.store.dead_bytes() > budget:
+            # the rows no term uses do not count against the bound, but are not held beyond it
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
+        if not (over_count or over_bytes):
             return
         # idle zeros first, then support vectors (kept in w0), then the constraints not
         # yet re-optimised: each oldest first (a new constraint evicted before its first solve
@@ -1635,7 +1637,8 @@ class OnlineDual:
             "fold_extra_indices": self.folded.extra[1], "fold_extra_data": self.folded.extra[2],
             "qids_done": np.array(sorted(self.qids_done), np.int64),
             "tptr": t.tptr, "term_row": term_row, "term_scale": t.term_scale,
-            "term_offset": np.asarray(t.term_offset, np.int64), "term_bias": np.asarray(t.term_bias, bool),
+            # (offsets in the run's own type: a byte bound counts them, so a resumed run must too)
+            "term_offset": t.term_offset, "term_bias": np.asarray(t.term_bias, bool),
             "margin": t.margin, "group": t.group, "key": t.key, "C": c.C, "alpha": c.alpha,
             "age": c.age, "idle": c.idle, "grad": c.grad, "sqnorm": c.sqnorm,
             "store_indptr": store[0], "store_indices": store[1], "store_data": store[2],
