@@ -145,8 +145,8 @@ reports the most it held. Under a bound, evicted support vectors keep their alph
 back with their example (below), so that more passes still close the gap; the default is no bound,
 which one pass needs (see Evicted support vectors come back for the figures).
 
-The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows it holds
-beyond the window's, which are the data) is checked after every chunk's additions, and when a
+The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows its terms
+use beyond the window's, which are the data) is checked after every chunk's additions, and when a
 window is let go: its rows still in use count from then on, and are brought within a byte bound
 before the next window is read (checked at the next window's first chunk, they were held beside
 it: UD English EWT written 4 times in 32 MB, heap peak 151.1 -> 142.1 MB). Eviction takes
