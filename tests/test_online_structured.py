@@ -370,16 +370,20 @@ def test_a_cache_limit_keeps_the_evicted_support_vectors_in_w():
     assert np.array_equal(results[0].w, again.w) and results[0].dual == again.dual
 
 
+def _sequence_in_bytes(limit, passes):
+    """(task, path, options) of the conll2000 sample in 500-row windows under a byte bound."""
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    return task, CONLL, OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10,
+                                      window_rows=500, cache_limit_bytes=limit, passes=passes)
+
+
 def test_a_byte_bound_holds_the_kept_terms_too():
     """Under a bound in bytes the evicted support vectors' kept terms count against it, and take
     at most half of it; the oldest beyond are frozen for good. Every bound stays a true lower
     bound."""
     records = []
     limit = 60_000
-    task = streaming_task(task_class("sequence"), CONLL, {})
-    o = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=500,
-                      cache_limit_bytes=limit, passes=2)
-    solver = OnlineDual(task, CONLL, o)
+    solver = OnlineDual(*_sequence_in_bytes(limit, passes=2))
     kept = []
 
     def record(r):
@@ -397,10 +401,7 @@ def test_the_bound_holds_before_the_next_window_is_read(monkeypatch):
     window's rows are held beside the new one)."""
     from svmtrain.solvers.online import RowStore
     limit = 60_000
-    task = streaming_task(task_class("sequence"), CONLL, {})
-    o = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=500,
-                      cache_limit_bytes=limit, passes=1)
-    solver = OnlineDual(task, CONLL, o)
+    solver = OnlineDual(*_sequence_in_bytes(limit, passes=1))
     held = []
     pin = RowStore.pin
 
@@ -417,9 +418,7 @@ def test_the_bound_holds_before_the_next_window_is_read(monkeypatch):
 def test_a_run_under_a_byte_bound_resumes_bit_for_bit(tmp_path):
     """Stopped after some windows were let go (and brought within the bound), a run resumed from
     its state is the run that was not stopped."""
-    task = streaming_task(task_class("sequence"), CONLL, {})
-    o = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=500,
-                      cache_limit_bytes=60_000, passes=1)
+    task, _, o = _sequence_in_bytes(60_000, passes=1)
     whole = OnlineDual(task, CONLL, o).run()
     _, cut, state, _ = _stopped_and_saved(task, "sequence", CONLL, o, tmp_path,
                                           lambda probe, record: probe.w0 is not None

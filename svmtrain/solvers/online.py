@@ -319,23 +319,21 @@ class RowStore:
         the window's own (held for its looks whether or not a constraint uses them), and rows no
         term uses are not counted (they go at the next compaction, and a resume state does not
         hold them: a resumed run then counts what the run it continues counted)."""
-        live = self._beyond_window(self.refs > 0)
-        rows = int(np.count_nonzero(live))
-        nnz = int(np.diff(self.indptr)[live].sum()) if rows else 0
-        return 8 * (rows + 1) + (4 + self._data.itemsize) * nnz + 8 * rows
+        return 8 + self._rows_bytes(self.refs > 0)
 
     def dead_bytes(self):
         """The bytes of the rows no term uses (beyond a pinned window), which a compaction drops."""
-        dead = self._beyond_window(self.refs == 0)
-        rows = int(np.count_nonzero(dead))
-        nnz = int(np.diff(self.indptr)[dead].sum()) if rows else 0
-        return (4 + self._data.itemsize) * nnz + 16 * rows
+        return self._rows_bytes(self.refs == 0)
 
-    def _beyond_window(self, mask):
+    def _rows_bytes(self, mask):
+        """Bytes of the rows where mask is True outside a pinned window: their entries, and their
+        row pointers and counts (8 bytes each)."""
         if self.pinned is not None:
             first, n = self.pinned
             mask[first:first + n] = False
-        return mask
+        rows = int(np.count_nonzero(mask))
+        nnz = int(np.diff(self.indptr)[mask].sum()) if rows else 0
+        return (4 + self._data.itemsize) * nnz + 16 * rows
 
     def add(self, indptr, indices, data_, rows, spare=None):
         """Copy rows `rows` of the CSR (indptr, indices, data_) in; their new row numbers.
@@ -1057,14 +1055,14 @@ class OnlineDual:
             if self.cache.store.pinned is not None:     # the rows no constraint uses go
                 c = self.cache
                 c.store.unpin()
-                if self.opt.cache_limit_bytes is not None:
+                bounded = self.opt.cache_limit_bytes is not None
+                if bounded:
                     # the window's rows still in use count against the bound from now on: evict
                     # down to it before the next window is read, not after its first chunk (UD
                     # written 4 times in 32 MB: the let-go window's rows, nearly all in use, were
                     # held beside the next window at the peak)
                     self._enforce_limit()
-                c.cons.term_row = c.store.compact(c.cons.term_row,
-                                                  force=self.opt.cache_limit_bytes is not None)
+                c.cons.term_row = c.store.compact(c.cons.term_row, force=bounded)
                 c.store.moved = None
             # the window's arrays (below the mmap threshold: from the heap) leave holes that the
             # next window's sizes do not fill; given back (UD written 4 times under --cache-limit
@@ -1421,8 +1419,9 @@ class OnlineDual:
         first."""
         c, opt = self.cache, self.opt
         over_count = opt.cache_limit is not None and c.size > opt.cache_limit
-        over_bytes = budget is not None and c.nbytes > budget
-        if budget is not None and not over_bytes and c.nbytes + c.store.dead_bytes() > budget:
+        held = None if budget is None else c.nbytes
+        over_bytes = held is not None and held > budget
+        if held is not None and not over_bytes and held + c.store.dead_bytes() > budget:
             # the rows no term uses do not count against the bound, but are not held beyond it
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
         if not (over_count or over_bytes):
