@@ -370,6 +370,35 @@ def test_a_cache_limit_keeps_the_evicted_support_vectors_in_w():
     assert np.array_equal(results[0].w, again.w) and results[0].dual == again.dual
 
 
+def test_the_engine_solves_beside_the_non_zeros_of_w0_only(monkeypatch):
+    """w0 (the evicted support vectors' w) is as long as w but mostly zeros: while the engine,
+    which holds a w and a scratch vector of its own, solves, w0 is held as its non-zeros, and it
+    comes back the same, bit for bit, so the model is the one a dense w0 gives."""
+    from svmtrain.solvers import online
+    kw = dict(C=0.1, chunk=10, window_rows=500, cache_limit=150)
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    solver = OnlineDual(task, CONLL, OnlineOptions(bias=None, epsilon=1e-3, seed=1, **kw))
+    seen = []
+    solve = online.solve
+
+    def watched(cache, **kwargs):
+        seen.append(solver.w0)
+        return solve(cache, **kwargs)
+    monkeypatch.setattr(online, "solve", watched)
+    dense_before, sparse = [], []
+    to_sparse = online.SparseW0.__init__
+
+    def kept(self, dense):
+        dense_before.append(dense.copy())
+        to_sparse(self, dense)
+        sparse.append(self)
+    monkeypatch.setattr(online.SparseW0, "__init__", kept)
+    solver.run()
+    assert dense_before and all(w0 is None for w0 in seen)
+    for dense, s in zip(dense_before, sparse):
+        assert np.array_equal(s.dense(), dense) and s.index.nbytes + s.value.nbytes < dense.nbytes
+
+
 def _sequence_in_bytes(limit, passes):
     """(task, path, options) of the conll2000 sample in 500-row windows under a byte bound."""
     task = streaming_task(task_class("sequence"), CONLL, {})

@@ -693,6 +693,29 @@ class Folded:
         return (np.concatenate(([0], np.cumsum(hi - lo))).astype(np.int64), indices[src], values[src])
 
 
+class SparseW0:
+    """w0 (the w of the evicted support vectors) as its non-zeros, while an engine runs.
+
+    The engine holds a w and a scratch vector of n_w entries; w0 is a third, and only its
+    non-zeros matter: on UD English EWT the trained w has 272,536 non-zeros of its 2.0 million
+    entries (14%). A dense w0 was 16 MB beside the engine's two in every re-optimisation of a
+    bounded run (UD written 4 times in 32 MB: peak RSS 184.1 -> 178.2 MB, the same model).
+    Outside the engine w0 stays dense: a fold may add millions of entries, which a dense w0 takes
+    in one pass (kept sparse throughout, folded with np.add.at, UD in 16 MB took 311 s against
+    148 s, at 171.8 MB on UD written 4 times)."""
+
+    def __init__(self, dense):
+        self.n = len(dense)
+        index = np.flatnonzero(dense)
+        self.index = index.astype(np.int32) if self.n < 2**31 else index
+        self.value = dense[self.index]
+
+    def dense(self):
+        out = np.zeros(self.n)
+        out[self.index] = self.value
+        return out
+
+
 def _ranges(lo, hi):
     """The indices lo[k]:hi[k] of every k, joined."""
     n = hi - lo
@@ -1321,9 +1344,18 @@ class OnlineDual:
             cap = self.opt.inner_epochs if self.opt.inner_epochs is not None else (
                 STRUCTURED_INNER_EPOCHS if self.structured else self.opt.max_epochs)
             epochs = min(epochs, cap)
-        sol = solve(self._engine_cache(), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
-                    seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking,
-                    rounds=True, w_buffer=self.w)          # replaced by the solution's w
+        cache = self._engine_cache()
+        sparse = None if self.w0 is None else SparseW0(self.w0)
+        self.w0 = None                # not held dense beside the engine's w and scratch
+        try:
+            sol = solve(cache, epsilon=self.opt.epsilon / 2, max_epochs=epochs,
+                        seed=self.opt.seed + self.solves, alpha=c.alpha,
+                        shrinking=self.opt.shrinking, rounds=True,
+                        w_buffer=self.w)          # replaced by the solution's w
+        finally:
+            del cache
+            if sparse is not None:
+                self.w0 = sparse.dense()
         self.solves += 1
         self.epochs += sol.epochs
         if self.w0 is not None:
