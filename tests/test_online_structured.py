@@ -272,6 +272,35 @@ def test_the_window_is_held_once_as_the_row_store_s_rows():
     assert dead <= max(store.nnz - dead, 1 << 16)
 
 
+def test_a_window_s_parts_go_into_the_store_as_they_are_cut(monkeypatch):
+    """A window read in many blocks: each part is in the row store before the next is cut, so a
+    window is never held twice (its parts beside their copy), and the model is the same as with
+    the window in one block."""
+    import weakref
+    from svmtrain.solvers import online
+    parts = []                    # weak references to every part cut
+    most = []
+    compact, add = online._compact, online.RowStore.add
+
+    def compacted(block, compact_values=False):
+        part = compact(block, compact_values)
+        parts.append(weakref.ref(part))
+        return part
+
+    def added(store, *args, **kwargs):
+        most.append(sum(ref() is not None for ref in parts))
+        return add(store, *args, **kwargs)
+    monkeypatch.setattr(online, "_compact", compacted)
+    monkeypatch.setattr(online.RowStore, "add", added)
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    ws = []
+    for block_bytes in (2000, 8 << 20):
+        opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=1000,
+                            block_bytes=block_bytes)
+        ws.append(OnlineDual(task, CONLL, opt).run().w)
+    assert max(most) <= 2 and np.array_equal(ws[0], ws[1])
+
+
 def test_a_multiclass_run_resumes_inside_a_window_bit_for_bit(tmp_path):
     """A resume state holds only the rows in use, each with its row in the window it was saved
     in; the resumed run names the window's rows again, so an example whose constraints share one

@@ -374,24 +374,46 @@ class RowStore:
         self._refs = _room(self._refs, self.n_rows + rows, spare_rows)
 
     def pin(self, parts):
-        """Take a window's rows in (all of them, from its blocks `parts`, which are let go one by
-        one) and hold them while it is looked at; returns the window as a block over the store's
-        arrays (its per-row fields joined from the parts'). Room is made for them at once, and
-        for the rows its chunks' constraints add beyond the data (sequence: a unit row each)."""
-        rows = sum(p.n_rows for p in parts)
-        self._reserve(rows, sum(p.nnz for p in parts), STORE_SPARE)
-        cat = np.concatenate
-        fields = SimpleNamespace(target=cat([p.target for p in parts]), qid=cat([p.qid for p in parts]),
-                                 cost=cat([p.cost for p in parts]), line=cat([p.line for p in parts]),
-                                 n_features=max(p.n_features for p in parts),
-                                 nbytes=sum(p.nbytes for p in parts))
+        """Take a window's rows in from its parts (an iterator: each is stored as it comes, and
+        let go before the next is cut) and hold them while it is looked at; returns the window
+        as a block over the store's arrays (its per-row fields joined from the parts'), None when
+        there were no parts. The arrays grow in place (realloc) by each part and as much again,
+        and are cut back to the window and a spare for the rows its chunks' constraints add
+        beyond the data (sequence: a unit row each): the parts, read whole before they were stored,
+        were held beside their copy in the store (UD English EWT written 4 times, 250,000-row
+        windows: 23 MB of the heap peak)."""
         first = self.n_rows
-        while parts:
-            p = parts.pop(0)
+        target, qid, cost, line = [], [], [], []
+        n_features = nbytes = 0
+        for p in parts:
+            self._grow_in_place(p.n_rows, p.nnz)
             self.add(p.indptr, p.indices, p.data, np.arange(p.n_rows))
+            target.append(p.target)
+            qid.append(p.qid)
+            cost.append(p.cost)
+            line.append(p.line)
+            n_features, nbytes = max(n_features, p.n_features), nbytes + p.nbytes
             del p
-        self.pinned = (first, rows)
+        if not target:
+            return None
+        self._shrink()
+        cat = np.concatenate
+        fields = SimpleNamespace(target=cat(target), qid=cat(qid), cost=cat(cost), line=cat(line),
+                                 n_features=n_features, nbytes=nbytes)
+        self.pinned = (first, self.n_rows - first)
         return self.pinned_block(fields)
+
+    def _grow_in_place(self, rows, nnz):
+        """Room for `rows` more rows of `nnz` non-zeros and as much again, by resizing the arrays
+        in place (realloc: a large array is remapped, not copied beside itself), or as add
+        grows them where something else refers to an array."""
+        for name, used, more in (("_indptr", self.n_rows + 1, rows), ("_refs", self.n_rows, rows),
+                                 ("_indices", self.nnz, nnz), ("_data", self.nnz, nnz)):
+            if len(getattr(self, name)) < used + more:
+                try:        # (no name of our own for the array: the check counts references)
+                    getattr(self, name).resize(used + 2 * more, refcheck=True)
+                except ValueError:
+                    pass
 
     def pinned_block(self, like):
         """The pinned window as a block over the store's arrays (`like`: its per-row fields)."""
@@ -1012,21 +1034,24 @@ class OnlineDual:
         # are in memory: the file is still read once): sweeps of the window until one adds no
         # constraint, at most `window_looks` of them. window_done counts the examples of all sweeps.
         pinned = not self.controlled     # a controlled task's problem rows are not the window's
-        for window in _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows,
-                               parts=pinned, compact_values=self.task.compact_values):
+        if pinned:
+            # the window's rows are the row store's while it is looked at: held once, and a
+            # constraint on one of them costs no copy (UD English EWT in one window: the store
+            # held 2.6 of its 3.1 million non-zeros a second time at the peak); its parts come
+            # compact (int32 columns, the reader's blocks let go) and go into the store as they
+            # are cut (conll2000: the reader's blocks and the joined window, 32 bytes a non-zero,
+            # were the peak of a one-pass run; see RowStore.pin)
+            parts = _window_parts(examples, grouping, self.opt.shuffle_window,
+                                  self.opt.window_rows, compact_values=self.task.compact_values)
+            windows = iter(lambda: self.cache.store.pin(_one_window(parts)), None)
+        else:
+            windows = _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows)
+        for window in windows:
             if pinned:
-                # the window's rows are the row store's while it is looked at: held once, and a
-                # constraint on one of them costs no copy (UD English EWT in one window: the store
-                # held 2.6 of its 3.1 million non-zeros a second time at the peak); its parts come
-                # compact (int32 columns, the reader's blocks let go) and go into the store one by
-                # one (conll2000: the reader's blocks and the joined window, 32 bytes a non-zero,
-                # were the peak of a one-pass run)
-                n_features = max(part.n_features for part in window)
-                if n_features > self.geometry.n_cols:    # every stored column is in w
-                    self._widen(n_features)
+                if window.n_features > self.geometry.n_cols:    # every stored column is in w
+                    self._widen(window.n_features)
                 self.store_cols = max(self.store_cols, self.geometry.n_cols, 1)
                 store = self.cache.store
-                window = store.pin(window)
                 window_arrays = store.compactions
                 self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
                 self._share_restored_rows()
@@ -1975,14 +2000,13 @@ def _compact(block, compact_values=False):
     return out
 
 
-def _windows(blocks, grouping, size, max_rows, parts=False, compact_values=False):
-    """Blocks of whole examples re-cut into shuffle windows of at most `size` examples and at most
-    `max_rows` rows (at least one example each), independent of how the reader cut the file. With
-    one row per example and max_rows >= size these are _rechunk's chunks of `size`. `parts`: a
-    window is the list of its parts, each compact (_compact, with compact_values), not one block
-    joined from them."""
-    pending = []                       # blocks of the window being filled
-    have_examples = have_rows = 0
+def _window_parts(blocks, grouping, size, max_rows, compact_values=None):
+    """The shuffle windows of the blocks of whole examples, as the parts they are cut into, each
+    handed out as soon as it is cut, and None after a window's last part: windows of at most
+    `size` examples and at most `max_rows` rows (at least one example each), independent of how
+    the reader cut the file. `compact_values` (not None): each part is a compact copy
+    (_compact, with compact_values) that holds nothing of the block it was cut from."""
+    have_examples = have_rows = 0      # of the window being cut
     for block in blocks:
         if grouping == "row":
             starts = np.arange(block.n_rows + 1)
@@ -1997,26 +2021,39 @@ def _windows(blocks, grouping, size, max_rows, parts=False, compact_values=False
             k = min(n, first + size - have_examples)
             room = max_rows - have_rows
             k_rows = int(np.searchsorted(starts, starts[first] + room, side="right")) - 1
-            k = min(k, max(k_rows, first + (1 if not pending else 0)))
+            k = min(k, max(k_rows, first + (1 if not have_examples else 0)))
             if k > first:
-                part = block.rows(int(starts[first]), int(starts[k]))
-                pending.append(_compact(part, compact_values) if parts else part)
-                del part
+                yield (block.rows(int(starts[first]), int(starts[k])) if compact_values is None
+                       else _compact(block.rows(int(starts[first]), int(starts[k])), compact_values))
                 have_examples += k - first
                 have_rows += int(starts[k] - starts[first])
                 first = k
             if first < n or have_examples >= size or have_rows >= max_rows:
-                # the parts are let go before the window is handed out: held through its sweeps
-                # they doubled its memory (conll2000 in one window: 82 MB more at the peak); the
-                # window itself is not held here either (the row store takes it over)
-                window = [pending if parts else data.concat_blocks(pending)]
-                pending, have_examples, have_rows = [], 0, 0
-                yield window.pop()
+                yield None
+                have_examples = have_rows = 0
         block = starts = None          # a block done with is not held while the next is read,
                                        # nor the last one while its window is looked at
-    if pending:
-        window = [pending if parts else data.concat_blocks(pending)]
-        pending = []
+    if have_examples:
+        yield None
+
+
+def _one_window(parts):
+    """The parts of _window_parts up to the next None (the rest of the window)."""
+    for part in parts:
+        if part is None:
+            return
+        yield part
+
+
+def _windows(blocks, grouping, size, max_rows):
+    """The shuffle windows of _window_parts, each one block joined from its parts."""
+    parts = _window_parts(blocks, grouping, size, max_rows)
+    while True:
+        pieces = list(_one_window(parts))
+        if not pieces:
+            return
+        window = [data.concat_blocks(pieces)]
+        del pieces                     # the parts are not held beside the joined window
         yield window.pop()
 
 
