@@ -31,21 +31,13 @@ from _sparse cimport column_t, mix64, offset_t, row_t, scale_t, value_t
 cnp.import_array()
 
 
-def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
-                     int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
-                     const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
-                     const double[::1] weight, double bias, bint use_bias, int64_t stride,
-                     double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched,
-                     int64_t n_touched=0):
-    """scratch += sum_c weight[c] * x_c for constraints given as terms (svmtrain.tasks.base.Constraints,
-    the layout of svmtrain._linear.term_dots); constraints with weight 0 are skipped.
-
-    Every entry of scratch that is written for the first time (mark == 0) is marked and appended to
-    `touched` after its first n_touched entries; returns the new count. Callers read the plane as
-    scratch[touched[:count]] and reset scratch and mark there: no pass over all of w per plane.
-    Runs without the GIL (threads may run it on separate scratch buffers).
-    """
-    cdef int64_t m = tptr.shape[0] - 1, n_rows = indptr.shape[0] - 1, n_w = scratch.shape[0]
+def _checked_terms(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
+                   int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
+                   const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
+                   const double[::1] weight, bint use_bias, int64_t stride, int64_t n_w):
+    """The checks of accumulate_plane and plane_entries (every term's row in the store, every
+    entry it writes below n_w); returns the terms' bias flags as bytes (0 without a bias)."""
+    cdef int64_t m = tptr.shape[0] - 1, n_rows = indptr.shape[0] - 1
     flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
     if not use_bias:
         flags = np.zeros_like(flags)
@@ -55,8 +47,6 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
         raise ValueError("the stride must be >= 1")
     if weight.shape[0] != m:
         raise ValueError(f"weight has {weight.shape[0]} entries, expected {m}")
-    if mark.shape[0] != n_w or touched.shape[0] < n_w or not 0 <= n_touched <= n_w:
-        raise ValueError("mark and touched must cover scratch")
     if m < 0 or tptr[0] != 0 or tptr[m] > term_row.shape[0] or tptr[m] > term_scale.shape[0] \
             or tptr[m] > term_offset.shape[0] or tptr[m] > flags.shape[0]:
         raise ValueError("inconsistent constraint terms")
@@ -76,6 +66,30 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
             col = indices[p]
             if col < 0 or (col < n_cols and o + stride * col >= n_w):
                 raise ValueError("a term reaches beyond w")
+    return flags
+
+
+def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
+                     int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
+                     const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
+                     const double[::1] weight, double bias, bint use_bias, int64_t stride,
+                     double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched,
+                     int64_t n_touched=0):
+    """scratch += sum_c weight[c] * x_c for constraints given as terms (svmtrain.tasks.base.Constraints,
+    the layout of svmtrain._linear.term_dots); constraints with weight 0 are skipped.
+
+    Every entry of scratch that is written for the first time (mark == 0) is marked and appended to
+    `touched` after its first n_touched entries; returns the new count. Callers read the plane as
+    scratch[touched[:count]] and reset scratch and mark there: no pass over all of w per plane.
+    Runs without the GIL (threads may run it on separate scratch buffers).
+    """
+    cdef int64_t m = tptr.shape[0] - 1, n_w = scratch.shape[0]
+    if mark.shape[0] != n_w or touched.shape[0] < n_w or not 0 <= n_touched <= n_w:
+        raise ValueError("mark and touched must cover scratch")
+    cdef const unsigned char[::1] has_bias = _checked_terms(
+        indptr, indices, data, n_cols, tptr, term_row, term_scale, term_offset, term_bias, weight,
+        use_bias, stride, n_w)
+    cdef int64_t t, c, r, p, o, col
     cdef double s, a
     with nogil:
         for c in range(m):
@@ -102,6 +116,49 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
                         touched[n_touched] = col
                         n_touched += 1
     return n_touched
+
+
+def plane_entries(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
+                  int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
+                  const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
+                  const double[::1] weight, double bias, bint use_bias, int64_t stride, int64_t n_w):
+    """sum_c weight[c] * x_c as the list of the additions (column, value) accumulate_plane makes,
+    in its order and with its products: np.add.at(v, columns, values) leaves v as
+    accumulate_plane(..., v, ...) would, bit for bit, with no vector of n_w entries (a sparse v:
+    svmtrain.solvers.online.SparseW0). The same checks as accumulate_plane's."""
+    cdef int64_t m = tptr.shape[0] - 1
+    cdef const unsigned char[::1] has_bias = _checked_terms(
+        indptr, indices, data, n_cols, tptr, term_row, term_scale, term_offset, term_bias, weight,
+        use_bias, stride, n_w)
+    cdef int64_t t, c, r, p, o, col, k = 0, n = 0
+    for c in range(m):
+        if weight[c] != 0.0:
+            for t in range(tptr[c], tptr[c + 1]):
+                n += indptr[term_row[t] + 1] - indptr[term_row[t]] + has_bias[t]
+    columns = np.empty(n, np.int64)
+    values = np.empty(n, np.float64)
+    cdef int64_t[::1] cols = columns
+    cdef double[::1] vals = values
+    cdef double a
+    with nogil:
+        for c in range(m):
+            if weight[c] == 0.0:
+                continue
+            for t in range(tptr[c], tptr[c + 1]):
+                r = term_row[t]
+                o = term_offset[t]
+                a = weight[c] * term_scale[t]
+                for p in range(indptr[r], indptr[r + 1]):
+                    col = indices[p]
+                    if col < n_cols:
+                        cols[k] = o + stride * col
+                        vals[k] = a * data[p]
+                        k += 1
+                if has_bias[t]:
+                    cols[k] = o + stride * n_cols
+                    vals[k] = a * bias
+                    k += 1
+    return columns[:k], values[:k]
 
 
 def plane_qp(double[:, ::1] G, const double[::1] b, double[::1] beta, double bound, double tol,

@@ -352,6 +352,34 @@ def test_a_store_compacted_inside_a_window_changes_nothing_and_holds_the_window_
     assert np.array_equal(forced.w, plain.w) and forced.dual == plain.dual
 
 
+def test_a_store_grown_inside_a_window_holds_the_window_once(monkeypatch):
+    """Rows added beyond a pinned window (the sequence task's unit rows) grow the store's arrays
+    by a copy: the sweeps then take their chunks from the new arrays, and the old ones go (a
+    block over them held them), with the same model."""
+    from svmtrain.solvers import online
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=1000)
+    plain = OnlineDual(task, CONLL, opt).run()
+    monkeypatch.setattr(online, "STORE_SPARE", (2, 8))        # every add beyond the window grows
+    taken, grew = [], []
+    take, room = online._take_examples, online._room
+
+    def watch(block, starts, which):
+        taken.append(np.shares_memory(block.data, solver.cache.store._data))
+        return take(block, starts, which)
+
+    def count(a, n, spare=None):
+        out = room(a, n, spare)
+        grew.append(solver.cache.store.pinned is not None and out is not a)
+        return out
+    monkeypatch.setattr(online, "_take_examples", watch)
+    monkeypatch.setattr(online, "_room", count)
+    solver = OnlineDual(task, CONLL, opt)
+    grown = solver.run()
+    assert sum(grew) > 3 and all(taken)
+    assert np.array_equal(grown.w, plain.w) and grown.dual == plain.dual
+
+
 @functools.lru_cache(maxsize=None)
 def _optimum(task_name, path, C):
     """OPT to within 1e-6 (n-slack), an upper bound on every true lower bound."""
@@ -399,33 +427,34 @@ def test_a_cache_limit_keeps_the_evicted_support_vectors_in_w():
     assert np.array_equal(results[0].w, again.w) and results[0].dual == again.dual
 
 
-def test_the_engine_solves_beside_the_non_zeros_of_w0_only(monkeypatch):
-    """w0 (the evicted support vectors' w) is as long as w but mostly zeros: while the engine,
-    which holds a w and a scratch vector of its own, solves, w0 is held as its non-zeros, and it
-    comes back the same, bit for bit, so the model is the one a dense w0 gives."""
-    from svmtrain.solvers import online
-    kw = dict(C=0.1, chunk=10, window_rows=500, cache_limit=150)
-    task = streaming_task(task_class("sequence"), CONLL, {})
-    solver = OnlineDual(task, CONLL, OnlineOptions(bias=None, epsilon=1e-3, seed=1, **kw))
-    seen = []
-    solve = online.solve
-
-    def watched(cache, **kwargs):
-        seen.append(solver.w0)
-        return solve(cache, **kwargs)
-    monkeypatch.setattr(online, "solve", watched)
-    dense_before, sparse = [], []
-    to_sparse = online.SparseW0.__init__
-
-    def kept(self, dense):
-        dense_before.append(dense.copy())
-        to_sparse(self, dense)
-        sparse.append(self)
-    monkeypatch.setattr(online.SparseW0, "__init__", kept)
-    solver.run()
-    assert dense_before and all(w0 is None for w0 in seen)
-    for dense, s in zip(dense_before, sparse):
-        assert np.array_equal(s.dense(), dense) and s.index.nbytes + s.value.nbytes < dense.nbytes
+def test_a_sparse_w0_takes_a_fold_as_a_dense_one_does():
+    """w0 (the evicted support vectors' w) is held as its non-zeros: a fold's entries, listed by
+    plane_entries in accumulate_plane's order, leave it as a dense w0 would be, bit for bit
+    (columns met by several terms and by the bias, a fold and its return cancelling to zeros,
+    which are dropped)."""
+    from svmtrain._oneslack import accumulate_plane, plane_entries
+    from svmtrain.solvers.online import SparseW0
+    rng = np.random.default_rng(3)
+    n_rows, n_cols, stride, n_terms = 40, 30, 3, 200
+    lengths = rng.integers(0, 8, n_rows)
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    indices = np.concatenate([np.sort(rng.choice(n_cols, k, replace=False)) for k in lengths]).astype(np.int32)
+    values = rng.normal(size=len(indices))
+    n_w = stride * (n_cols + 1)
+    tptr = np.concatenate(([0], np.cumsum(rng.integers(1, 6, 50)))).astype(np.int64)
+    tptr = tptr[tptr <= n_terms]
+    n_t = int(tptr[-1])
+    terms = (tptr, rng.integers(0, n_rows, n_t).astype(np.int64), rng.normal(size=n_t),
+             rng.integers(0, stride, n_t).astype(np.int64), rng.random(n_t) < 0.5)
+    sparse, dense = SparseW0(n_w), np.zeros(n_w)
+    weights = [rng.random(len(tptr) - 1) * (rng.random(len(tptr) - 1) < 0.7) for _ in range(3)]
+    for weight in weights + [-weights[0], -weights[1], -weights[2]]:
+        args = (indptr, indices, values, n_cols) + terms + (weight, 1.5, True, stride)
+        sparse.add(*plane_entries(*args, n_w))
+        accumulate_plane(*args, dense, np.ones(n_w, np.uint8), np.empty(n_w, np.int64))
+        assert np.array_equal(sparse.dense(), dense)
+        assert np.all(np.diff(sparse.index) > 0) and np.all(sparse.value != 0)
+    assert len(sparse.index) < n_w
 
 
 def _sequence_in_bytes(limit, passes):

@@ -368,10 +368,16 @@ class RowStore:
     def _reserve(self, rows, nnz, spare=None):
         """Room for `rows` more rows of `nnz` non-zeros (see add)."""
         spare_rows, spare_nnz = (None, None) if spare is None else spare
+        before = self._indices, self._data
         self._indptr = _room(self._indptr, self.n_rows + 1 + rows, spare_rows)
         self._indices = _room(self._indices, self.nnz + nnz, spare_nnz)
         self._data = _room(self._data, self.nnz + nnz, spare_nnz)
         self._refs = _room(self._refs, self.n_rows + rows, spare_rows)
+        if self._indices is not before[0] or self._data is not before[1]:
+            # a block over the old arrays (the pinned window's) is stale: its owner takes the
+            # new ones, and the old are let go (held by the window's block until it was let go,
+            # the old arrays were 24 MB of the heap peak of UD written 4 times in 32 MB)
+            self.compactions += 1
 
     def pin(self, parts):
         """Take a window's rows in from its parts (an iterator: each is stored as it comes, and
@@ -716,26 +722,61 @@ class Folded:
 
 
 class SparseW0:
-    """w0 (the w of the evicted support vectors) as its non-zeros, while an engine runs.
+    """w0, the w of the evicted support vectors (sum alpha x over them), as its non-zeros.
 
-    The engine holds a w and a scratch vector of n_w entries; w0 is a third, and only its
-    non-zeros matter: on UD English EWT the trained w has 272,536 non-zeros of its 2.0 million
-    entries (14%). A dense w0 was 16 MB beside the engine's two in every re-optimisation of a
-    bounded run (UD written 4 times in 32 MB: peak RSS 184.1 -> 178.2 MB, the same model).
-    Outside the engine w0 stays dense: a fold may add millions of entries, which a dense w0 takes
-    in one pass (kept sparse throughout, folded with np.add.at, UD in 16 MB took 311 s against
-    148 s, at 171.8 MB on UD written 4 times)."""
+    w0 is as long as w, but a fold touches the columns of the evicted constraints only: on UD
+    English EWT the trained w has 272,536 non-zeros of its 2.0 million entries (14%). Held dense,
+    w0 was 16 MB beside w, and beside the engine's w and scratch in its solves (UD written 4 times
+    under --cache-limit 32MB: peak RSS 184.1 MB dense, 178.2 dense outside the solves only, 167.6
+    sparse, with RowStore._reserve letting old arrays go; the same models). A fold adds its
+    entries in the order and with the products a dense w0 took them (plane_entries, np.add.at),
+    so w0 is the same bit for bit. A fold of more entries than an eighth of w is added on a dense copy, made for the
+    moment, as accumulate_plane adds them: one pass over w instead of a sort of the entries, and
+    no list of them (16 bytes an entry: the folds at a window's end can be millions of entries,
+    and such lists took UD written 4 times to 226.6 MB). w.w0, in UB, is summed over the
+    non-zeros: its last bits may differ from a dense dot's (the models above did not move)."""
 
-    def __init__(self, dense):
-        self.n = len(dense)
-        index = np.flatnonzero(dense)
-        self.index = index.astype(np.int32) if self.n < 2**31 else index
-        self.value = dense[self.index]
+    def __init__(self, n):
+        self.n = int(n)
+        self.index = np.zeros(0, np.int32 if self.n < 2**31 else np.int64)     # ascending
+        self.value = np.zeros(0)
+
+    @classmethod
+    def of(cls, dense):
+        out = cls(len(dense))
+        out.index = np.flatnonzero(dense).astype(out.index.dtype)
+        out.value = dense[out.index]
+        return out
 
     def dense(self):
         out = np.zeros(self.n)
         out[self.index] = self.value
         return out
+
+    def add_to(self, w):
+        """w += w0, in place."""
+        w[self.index] += self.value
+
+    def dot(self, w):
+        """w . w0"""
+        return float(np.dot(w[self.index], self.value))
+
+    def add(self, columns, values):
+        """w0[columns[k]] += values[k] for k = 0, 1, ... in turn (plane_entries' list). Entries
+        that end at 0 are dropped."""
+        if not len(columns):
+            return
+        new = np.unique(columns)
+        at = np.searchsorted(self.index, new)
+        found = (self.index[np.minimum(at, len(self.index) - 1)] == new if len(self.index)
+                 else np.zeros(len(new), bool))
+        if not np.all(found):
+            self.index = np.insert(self.index, at[~found], new[~found].astype(self.index.dtype))
+            self.value = np.insert(self.value, at[~found], 0.0)
+        np.add.at(self.value, np.searchsorted(self.index, columns), values)
+        if not np.all(self.value):
+            kept = self.value != 0.0
+            self.index, self.value = self.index[kept], self.value[kept]
 
 
 def _ranges(lo, hi):
@@ -898,8 +939,8 @@ class OnlineDual:
         w, self.w = self.w, None
         self.w = self._widened(w, old, new, blocks)
         if self.w0 is not None:
-            w0, self.w0 = self.w0, None
-            self.w0 = self._widened(w0, old, new, blocks)
+            w0, self.w0 = self.w0.dense(), None
+            self.w0 = SparseW0.of(self._widened(w0, old, new, blocks))
         assert len(self.w) == self.task.n_weights(new) and tail >= 0
         # terms past the blocks (sequence transitions) move with the blocks' end
         t = self.cache.cons
@@ -1336,7 +1377,7 @@ class OnlineDual:
         ids, inv, C_group, _ = c.groups()
         margin = c.cons.margin
         if self.w0 is not None and restricted:
-            margin = margin - self._store_dots(self.w0)
+            margin = margin - self._store_dots(self.w0.dense())   # (let go before the solve)
             C_group = self._budgets(ids, C_group)
         return ConstraintCache(
             indptr=c.store.indptr, indices=c.store.indices, data=c.store.data, n_cols=self.store_cols,
@@ -1369,22 +1410,13 @@ class OnlineDual:
             cap = self.opt.inner_epochs if self.opt.inner_epochs is not None else (
                 STRUCTURED_INNER_EPOCHS if self.structured else self.opt.max_epochs)
             epochs = min(epochs, cap)
-        cache = self._engine_cache()
-        sparse = None if self.w0 is None else SparseW0(self.w0)
-        self.w0 = None                # not held dense beside the engine's w and scratch
-        try:
-            sol = solve(cache, epsilon=self.opt.epsilon / 2, max_epochs=epochs,
-                        seed=self.opt.seed + self.solves, alpha=c.alpha,
-                        shrinking=self.opt.shrinking, rounds=True,
-                        w_buffer=self.w)          # replaced by the solution's w
-        finally:
-            del cache
-            if sparse is not None:
-                self.w0 = sparse.dense()
+        sol = solve(self._engine_cache(), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
+                    seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking,
+                    rounds=True, w_buffer=self.w)          # replaced by the solution's w
         self.solves += 1
         self.epochs += sol.epochs
         if self.w0 is not None:
-            sol.w += self.w0          # the engine's v = w - w0 (its gradients are those at w)
+            self.w0.add_to(sol.w)     # the engine's v = w - w0 (its gradients are those at w)
         self.w, c.alpha, c.sqnorm = sol.w, sol.alpha, sol.sqnorm
         self._refresh(gradients=sol.gradients)
         self.raised_since_solve = 0.0
@@ -1432,7 +1464,7 @@ class OnlineDual:
         if self.w0 is not None:
             # the primal of the problem the engine solves (the evicted alphas fixed):
             # 1/2 |w|^2 - w.w0 + sum_evicted alpha l + sum_i (C_i - evicted mass_i) xi_i
-            self.UB += self.fold_margin - float(np.dot(self.w, self.w0))
+            self.UB += self.fold_margin - self.w0.dot(self.w)
 
     def _enforce_limit(self):
         """Evict down to the cache limit (_evict). Under a byte bound the evicted support vectors'
@@ -1612,20 +1644,27 @@ class OnlineDual:
         self._refresh(dual=False, gradients=c.grad)
 
     def _fold_into_w0(self, weight, cons=None):
-        """w0 += sum_c weight_c x_c over the cache (or `cons`, over the cache's rows), in place
-        (no engine: it would hold a w and a scratch vector of its own)."""
-        from svmtrain._oneslack import accumulate_plane
+        """w0 += sum_c weight_c x_c over the cache (or `cons`, over the cache's rows); no engine,
+        which would hold a w and a scratch vector of its own (SparseW0 says how)."""
+        from svmtrain._oneslack import accumulate_plane, plane_entries
         c, bias = self.cache, self.geometry.bias
         cons = c.cons if cons is None else cons
         if self.w0 is None:
-            self.w0 = np.zeros(len(self.w))
+            self.w0 = SparseW0(len(self.w))
+        fold = (c.store.indptr, c.store.indices, c.store.data, self.store_cols, cons.tptr,
+                cons.term_row, cons.term_scale, _offsets(cons.term_offset), cons.term_bias, weight,
+                0.0 if bias is None else float(bias), bias is not None, self.stride)
+        lengths = np.diff(c.store.indptr)
+        entries = sum(int(lengths[cons.term_row[first:first + COMPACT_PIECE]].sum())
+                      for first in range(0, len(cons.term_row), COMPACT_PIECE))
+        if 8 * entries <= len(self.w):
+            self.w0.add(*plane_entries(*fold, len(self.w)))
+            return
+        w0 = self.w0.dense()
         # every entry marked as touched already: accumulate_plane then lists none of them, and
         # the list it needs room for is never written (np.empty: its pages are never touched)
-        accumulate_plane(c.store.indptr, c.store.indices, c.store.data, self.store_cols,
-                         cons.tptr, cons.term_row, cons.term_scale,
-                         _offsets(cons.term_offset), cons.term_bias, weight,
-                         0.0 if bias is None else float(bias), bias is not None, self.stride,
-                         self.w0, np.ones(len(self.w0), np.uint8), np.empty(len(self.w0), np.int64))
+        accumulate_plane(*fold, w0, np.ones(len(w0), np.uint8), np.empty(len(w0), np.int64))
+        self.w0 = SparseW0.of(w0)
 
     def _fold_ids(self, groups, alpha):
         """Add the evicted alphas to their examples' evicted mass."""
@@ -1678,7 +1717,7 @@ class OnlineDual:
             "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
             "certified": np.array(self.certified),
-            "w0": np.zeros(0) if self.w0 is None else self.w0,
+            "w0": np.zeros(0) if self.w0 is None else self.w0.dense(),
             "fold_margin": np.array(self.fold_margin),
             "folded_ids": self.folded_ids, "folded_mass": self.folded_mass,
             "frozen_ids": self.frozen_ids,
@@ -1708,7 +1747,7 @@ class OnlineDual:
             raise StateError(f"w has {len(s['w'])} weights, the task needs "
                              f"{self.task.n_weights(self.geometry)}")
         self.w = np.array(s["w"], np.float64)
-        self.w0 = np.array(s["w0"], np.float64) if len(s["w0"]) else None
+        self.w0 = SparseW0.of(np.asarray(s["w0"], np.float64)) if len(s["w0"]) else None
         self.fold_margin = float(s["fold_margin"])
         self.folded_ids = np.array(s["folded_ids"], np.int64)
         self.folded_mass = np.array(s["folded_mass"], np.float64)
