@@ -116,9 +116,9 @@ qid groups may lie anywhere), so constraints found in different passes share its
 
 Memory. The engine's constraints name data rows by index, and a window's rows are gone once the
 next is read, so the cache owns a `RowStore`:
-    - the window being looked at is appended to it whole when it is read, part by part, and pinned
-      there (`RowStore.pin`): its rows are both the data the sweeps explore and the rows its
-      constraints name, held once;
+    - the window being looked at is appended to it part by part as it is read (a part is in the
+      store before the next is cut), and pinned there (`RowStore.pin`): its rows are both the
+      data the sweeps explore and the rows its constraints name, held once;
     - rows beyond the data (the sequence task's unit row of a chunk) and, in a file of several
       windows, the rows of earlier windows still in use are copied in; a window's row taken by one
       sweep's constraint is shared by the later sweeps' constraints on it (`row_of`);
@@ -154,7 +154,7 @@ the idle constraints (alpha = 0 after a re-optimisation) first, then support vec
 constraints not yet re-optimised, each oldest first: a new constraint evicted before its first
 solve would never be tried, and the run would stop learning once the cache is full of support.
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
-(sum alpha x over the evicted), its alpha l in fold_margin and its alpha in its example's evicted
+(sum alpha x over the evicted, held as its non-zeros: SparseW0), its alpha l in fold_margin and its alpha in its example's evicted
 mass. The alphas are then those of before, a feasible point, so the model does not move, and
 
     D = fold_margin + sum_cached alpha_c l_c - 1/2 |w|^2
