@@ -1947,9 +1947,12 @@ def _kept_bytes(cache, kept):
     rows = int(np.count_nonzero(used))
     nnz = int(np.diff(cache.store.indptr)[used].sum()) if rows else 0
     rel = 0 if cache.rel is None else 4
+    # as Cache.nbytes counts them (the rows as RowStore.nbytes: an int32 column and a value of the
+    # store's type an entry; 12 bytes an entry, as counted before, evicted more than the bound
+    # asked on a sequence cache, whose values are bytes)
     return (8 * (len(kept) + 1) + 64 * len(kept)
             + (_term_bytes(cache.cons) + rel) * int(lengths[kept].sum())
-            + 8 * (rows + 1) + 12 * nnz + 8 * rows)
+            + 8 + (4 + cache.store.data.itemsize) * nnz + 16 * rows)
 
 
 def _term_bytes(cons):
