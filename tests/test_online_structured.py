@@ -438,7 +438,8 @@ def test_a_sparse_w0_takes_a_fold_as_a_dense_one_does():
     n_rows, n_cols, stride, n_terms = 40, 30, 3, 200
     lengths = rng.integers(0, 8, n_rows)
     indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    indices = np.concatenate([np.sort(rng.choice(n_cols, k, replace=False)) for k in lengths]).astype(np.int32)
+    indices = np.concatenate([np.sort(rng.choice(n_cols, k, replace=False))
+                              for k in lengths]).astype(np.int32)
     values = rng.normal(size=len(indices))
     n_w = stride * (n_cols + 1)
     tptr = np.concatenate(([0], np.cumsum(rng.integers(1, 6, 50)))).astype(np.int64)

@@ -154,8 +154,9 @@ the idle constraints (alpha = 0 after a re-optimisation) first, then support vec
 constraints not yet re-optimised, each oldest first: a new constraint evicted before its first
 solve would never be tried, and the run would stop learning once the cache is full of support.
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
-(sum alpha x over the evicted, held as its non-zeros: SparseW0), its alpha l in fold_margin and its alpha in its example's evicted
-mass. The alphas are then those of before, a feasible point, so the model does not move, and
+(sum alpha x over the evicted, held as its non-zeros: SparseW0), its alpha l in fold_margin and
+its alpha in its example's evicted mass. The alphas are then those of before, a feasible point, so
+the model does not move, and
 
     D = fold_margin + sum_cached alpha_c l_c - 1/2 |w|^2
 
@@ -319,13 +320,13 @@ class RowStore:
         the window's own (held for its looks whether or not a constraint uses them), and rows no
         term uses are not counted (they go at the next compaction, and a resume state does not
         hold them: a resumed run then counts what the run it continues counted)."""
-        return 8 + self._rows_bytes(self.refs > 0)
+        return 8 + self.rows_bytes(self.refs > 0)
 
     def dead_bytes(self):
         """The bytes of the rows no term uses (beyond a pinned window), which a compaction drops."""
-        return self._rows_bytes(self.refs == 0)
+        return self.rows_bytes(self.refs == 0)
 
-    def _rows_bytes(self, mask):
+    def rows_bytes(self, mask):
         """Bytes of the rows where mask is True outside a pinned window: their entries, and their
         row pointers and counts (8 bytes each)."""
         if self.pinned is not None:
@@ -375,8 +376,7 @@ class RowStore:
         self._refs = _room(self._refs, self.n_rows + rows, spare_rows)
         if self._indices is not before[0] or self._data is not before[1]:
             # a block over the old arrays (the pinned window's) is stale: its owner takes the
-            # new ones, and the old are let go (held by the window's block until it was let go,
-            # the old arrays were 24 MB of the heap peak of UD written 4 times in 32 MB)
+            # new ones, and the old are let go (the window's block held them through its sweeps)
             self.compactions += 1
 
     def pin(self, parts):
@@ -577,9 +577,13 @@ class Cache:
 
     @property
     def nbytes(self):
-        m, t = self.cons.size, len(self.cons.term_row)
-        rel = 0 if self.rel is None else 4 * t
-        return 8 * (m + 1) + 64 * m + _term_bytes(self.cons) * t + rel + self.store.nbytes
+        return self.constraint_bytes(self.cons.size, len(self.cons.term_row)) + self.store.nbytes
+
+    def constraint_bytes(self, m, t):
+        """Bytes of m cached constraints of t terms in all, beside their rows (a term's row,
+        offset, scale and bias flag, and its row in its example when evicted ones come back)."""
+        rel = 0 if self.rel is None else 4
+        return 8 * (m + 1) + 64 * m + (_term_bytes(self.cons) + rel) * t
 
     def keep(self, mask):
         """Keep the constraints where mask is True; release the rows of the others."""
@@ -730,11 +734,12 @@ class SparseW0:
     under --cache-limit 32MB: peak RSS 184.1 MB dense, 178.2 dense outside the solves only, 167.6
     sparse, with RowStore._reserve letting old arrays go; the same models). A fold adds its
     entries in the order and with the products a dense w0 took them (plane_entries, np.add.at),
-    so w0 is the same bit for bit. A fold of more entries than an eighth of w is added on a dense copy, made for the
-    moment, as accumulate_plane adds them: one pass over w instead of a sort of the entries, and
-    no list of them (16 bytes an entry: the folds at a window's end can be millions of entries,
-    and such lists took UD written 4 times to 226.6 MB). w.w0, in UB, is summed over the
-    non-zeros: its last bits may differ from a dense dot's (the models above did not move)."""
+    so w0 is the same bit for bit. A fold of more entries than an eighth of w is added on a dense
+    copy, made for the moment, as accumulate_plane adds them: one pass over w instead of a sort of
+    the entries, and no list of them (16 bytes an entry: the folds at a window's end can be
+    millions of entries, and such lists took UD written 4 times to 226.6 MB). w.w0, in UB, is
+    summed over the non-zeros: its last bits may differ from a dense dot's (the models above did
+    not move)."""
 
     def __init__(self, n):
         self.n = int(n)
@@ -1941,18 +1946,10 @@ def _kept_bytes(cache, kept):
         piece = slice(first, first + COMPACT_PIECE)
         used[term_row[piece][term_kept[piece]]] = True
     del term_kept
-    if cache.store.pinned is not None:          # the window's rows are the data's (RowStore.nbytes)
-        first, n = cache.store.pinned
-        used[first:first + n] = False
-    rows = int(np.count_nonzero(used))
-    nnz = int(np.diff(cache.store.indptr)[used].sum()) if rows else 0
-    rel = 0 if cache.rel is None else 4
-    # as Cache.nbytes counts them (the rows as RowStore.nbytes: an int32 column and a value of the
-    # store's type an entry; 12 bytes an entry, as counted before, evicted more than the bound
-    # asked on a sequence cache, whose values are bytes)
-    return (8 * (len(kept) + 1) + 64 * len(kept)
-            + (_term_bytes(cache.cons) + rel) * int(lengths[kept].sum())
-            + 8 + (4 + cache.store.data.itemsize) * nnz + 16 * rows)
+    # counted as Cache.nbytes counts (a count of its own, 12 bytes a row entry where a sequence
+    # store holds 5, evicted further below the bound than it asked)
+    return (cache.constraint_bytes(len(kept), int(lengths[kept].sum()))
+            + 8 + cache.store.rows_bytes(used))
 
 
 def _term_bytes(cons):
@@ -2065,8 +2062,8 @@ def _window_parts(blocks, grouping, size, max_rows, compact_values=None):
             k_rows = int(np.searchsorted(starts, starts[first] + room, side="right")) - 1
             k = min(k, max(k_rows, first + (1 if not have_examples else 0)))
             if k > first:
-                yield (block.rows(int(starts[first]), int(starts[k])) if compact_values is None
-                       else _compact(block.rows(int(starts[first]), int(starts[k])), compact_values))
+                part = block.rows(int(starts[first]), int(starts[k]))
+                yield part if compact_values is None else _compact(part, compact_values)
                 have_examples += k - first
                 have_rows += int(starts[k] - starts[first])
                 first = k
