@@ -74,7 +74,7 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
                      const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
                      const double[::1] weight, double bias, bint use_bias, int64_t stride,
                      double[::1] scratch, unsigned char[::1] mark, int64_t[::1] touched,
-                     int64_t n_touched=0):
+                     int64_t n_touched=0, int64_t lo=0, int64_t n_w=-1, bint checked=False):
     """scratch += sum_c weight[c] * x_c for constraints given as terms (svmtrain.tasks.base.Constraints,
     the layout of svmtrain._linear.term_dots); constraints with weight 0 are skipped.
 
@@ -82,13 +82,28 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
     `touched` after its first n_touched entries; returns the new count. Callers read the plane as
     scratch[touched[:count]] and reset scratch and mark there: no pass over all of w per plane.
     Runs without the GIL (threads may run it on separate scratch buffers).
+
+    A band: scratch (and mark, and what touched lists) may hold the columns lo .. lo + len(scratch)
+    of a w of n_w columns only; the sum's entries outside it are skipped. Each entry of the band
+    then takes its additions in the order, and with the products, of the whole sum's, so bands
+    taken one after the other add up to it bit for bit with a vector of a band's length. `checked`:
+    these very arrays passed the checks in an earlier call (of the same band's walk over w), and are
+    not checked again (a pass over every entry); writes stay within the band whatever the arrays.
     """
-    cdef int64_t m = tptr.shape[0] - 1, n_w = scratch.shape[0]
-    if mark.shape[0] != n_w or touched.shape[0] < n_w or not 0 <= n_touched <= n_w:
+    cdef int64_t m = tptr.shape[0] - 1, n_band = scratch.shape[0]
+    if n_w < 0:
+        n_w = lo + n_band
+    if mark.shape[0] != n_band or touched.shape[0] < n_band or not 0 <= n_touched <= n_band:
         raise ValueError("mark and touched must cover scratch")
-    cdef const unsigned char[::1] has_bias = _checked_terms(
-        indptr, indices, data, n_cols, tptr, term_row, term_scale, term_offset, term_bias, weight,
-        use_bias, stride, n_w)
+    if lo < 0 or lo + n_band > n_w:
+        raise ValueError("the band must lie within w")
+    cdef const unsigned char[::1] has_bias
+    if checked:
+        flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
+        has_bias = flags if use_bias else np.zeros_like(flags)
+    else:
+        has_bias = _checked_terms(indptr, indices, data, n_cols, tptr, term_row, term_scale,
+                                  term_offset, term_bias, weight, use_bias, stride, n_w)
     cdef int64_t t, c, r, p, o, col
     cdef double s, a
     with nogil:
@@ -102,19 +117,21 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
                 for p in range(indptr[r], indptr[r + 1]):
                     col = indices[p]
                     if col < n_cols:
-                        col = o + stride * col
-                        scratch[col] += a * data[p]
+                        col = o + stride * col - lo
+                        if <uint64_t>col < <uint64_t>n_band:     # (0 <= col < n_band)
+                            scratch[col] += a * data[p]
+                            if not mark[col]:
+                                mark[col] = 1
+                                touched[n_touched] = col
+                                n_touched += 1
+                if has_bias[t]:
+                    col = o + stride * n_cols - lo
+                    if <uint64_t>col < <uint64_t>n_band:
+                        scratch[col] += a * bias
                         if not mark[col]:
                             mark[col] = 1
                             touched[n_touched] = col
                             n_touched += 1
-                if has_bias[t]:
-                    col = o + stride * n_cols
-                    scratch[col] += a * bias
-                    if not mark[col]:
-                        mark[col] = 1
-                        touched[n_touched] = col
-                        n_touched += 1
     return n_touched
 
 

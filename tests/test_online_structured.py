@@ -447,15 +447,74 @@ def test_a_sparse_w0_takes_a_fold_as_a_dense_one_does():
     n_t = int(tptr[-1])
     terms = (tptr, rng.integers(0, n_rows, n_t).astype(np.int64), rng.normal(size=n_t),
              rng.integers(0, stride, n_t).astype(np.int64), rng.random(n_t) < 0.5)
-    sparse, dense = SparseW0(n_w), np.zeros(n_w)
-    weights = [rng.random(len(tptr) - 1) * (rng.random(len(tptr) - 1) < 0.7) for _ in range(3)]
+    listed, banded, dense = SparseW0(n_w), SparseW0(n_w), np.zeros(n_w)
+    # a fold of a few constraints, then larger ones: w0 goes from its non-zeros to a vector
+    weights = [rng.random(len(tptr) - 1) * (rng.random(len(tptr) - 1) < share)
+               for share in (0.05, 0.7, 0.7)]
+    forms = set()
     for weight in weights + [-weights[0], -weights[1], -weights[2]]:
         args = (indptr, indices, values, n_cols) + terms + (weight, 1.5, True, stride)
-        sparse.add(*plane_entries(*args, n_w))
+        listed.add(*plane_entries(*args, n_w))
+        # a band at a time (the later bands unchecked), or the whole vector once w0 is held so
+        banded.add_dense_bands(lambda band, lo: accumulate_plane(
+            *args, band, np.ones(len(band), np.uint8), np.empty(len(band), np.int64), lo=lo,
+            n_w=n_w, checked=lo > 0), 4)
         accumulate_plane(*args, dense, np.ones(n_w, np.uint8), np.empty(n_w, np.int64))
-        assert np.array_equal(sparse.dense(), dense)
-        assert np.all(np.diff(sparse.index) > 0) and np.all(sparse.value != 0)
-    assert len(sparse.index) < n_w
+        for w0 in (listed, banded):
+            assert np.array_equal(w0.dense(), dense)
+            forms.add(w0.full is None)
+            if w0.full is None:
+                assert np.all(np.diff(w0.index) > 0) and np.all(w0.value != 0)
+                assert 3 * len(w0.index) <= 2 * n_w
+            else:
+                assert 3 * np.count_nonzero(w0.full) >= n_w
+    assert forms == {True, False}         # both forms were taken on the way
+
+
+def test_w0_is_held_in_the_smaller_of_its_two_forms():
+    """w0 as its non-zeros takes 12 bytes an entry, as a vector 8: a vector above two thirds of
+    non-zeros, the non-zeros below one third, as it was between (no flip-flopping)."""
+    from svmtrain.solvers.online import SparseW0
+    n = 300
+    mostly = np.where(np.arange(n) % 10 < 8, 1.5, 0.0)
+    assert SparseW0.of(mostly).full is not None
+    few = np.where(np.arange(n) % 10 < 2, 1.5, 0.0)
+    w0 = SparseW0.of(few)
+    assert w0.full is None and len(w0.index) == 60
+    w = np.arange(n, dtype=np.float64)
+    assert w0.dot(w) == float(np.dot(w, few))
+    # half: it stays in the form it was in
+    w0.add(np.arange(n)[(np.arange(n) % 10 >= 2) & (np.arange(n) % 10 < 5)], np.full(90, 1.5))
+    assert w0.full is None and len(w0.index) == 150
+    w0.add(np.arange(n)[(np.arange(n) % 10 >= 5) & (np.arange(n) % 10 < 8)], np.full(90, 1.5))
+    assert w0.full is not None and np.array_equal(w0.dense(), mostly)
+    w0.add(np.arange(n)[(np.arange(n) % 10 >= 2) & (np.arange(n) % 10 < 8)], np.full(180, -1.5))
+    assert w0.full is None and np.array_equal(w0.dense(), few)
+    out = np.full(n, 7.0)
+    assert w0.dense(out) is out and np.array_equal(out, few)
+    w2 = np.ones(n)
+    w0.add_to(w2)
+    assert np.array_equal(w2, 1.0 + few)
+
+
+def test_a_band_of_a_plane_stays_in_its_band():
+    """accumulate_plane over a band writes within it whatever the columns (an unchecked band
+    too), and lists the band's own positions."""
+    from svmtrain._oneslack import accumulate_plane
+    indptr = np.array([0, 3], np.int64)
+    indices = np.array([0, 4, 9], np.int32)
+    values = np.array([1.0, 2.0, 3.0])
+    terms = (np.array([0, 1], np.int64), np.array([0], np.int64), np.array([2.0]),
+             np.array([0], np.int64), np.array([False]))
+    args = (indptr, indices, values, 10) + terms + (np.array([1.0]), 0.0, False, 1)
+    for checked in (False, True):
+        band = np.zeros(5)
+        mark, listed = np.zeros(5, np.uint8), np.zeros(5, np.int64)
+        count = accumulate_plane(*args, band, mark, listed, lo=3, n_w=10, checked=checked)
+        assert np.array_equal(band, [0.0, 4.0, 0.0, 0.0, 0.0]) and count == 1 and listed[0] == 1
+    with pytest.raises(ValueError, match="within w"):
+        accumulate_plane(*args, np.zeros(5), np.zeros(5, np.uint8), np.zeros(5, np.int64), lo=6,
+                         n_w=10)
 
 
 def _sequence_in_bytes(limit, passes):
@@ -496,6 +555,28 @@ def test_eviction_counts_the_bytes_the_bound_counts():
         seen.append((_kept_bytes(c, np.arange(c.size)), c.nbytes))
     solver.run(on_chunk=watch)
     assert len(seen) > 10 and all(kept == held for kept, held in seen)
+
+
+def test_a_passed_byte_bound_is_evicted_below_it(monkeypatch):
+    """Once a byte bound is passed, eviction takes the cache down to EVICT_TO of what the bound
+    leaves it, so that the next chunks fit without another eviction (one after every chunk made
+    bounded multiclass runs several times slower): the cache is never above the bound after an
+    eviction, and an eviction that took something leaves it at most EVICT_TO of its budget."""
+    from svmtrain.solvers import online
+    solver = OnlineDual(*_sequence_in_bytes(60_000, passes=1))
+    after = []
+    evict = online.OnlineDual._evict
+
+    def evict_and_record(self, budget):
+        size = self.cache.size
+        evict(self, budget)
+        if budget is not None and self.cache.size < size:
+            after.append((self.cache.nbytes, budget))
+    monkeypatch.setattr(online.OnlineDual, "_evict", evict_and_record)
+    result = solver.run()
+    assert len(after) > 3
+    assert all(held <= online.EVICT_TO * budget for held, budget in after)
+    assert result.dual <= _optimum("sequence", CONLL, 0.1) and _held_within_budgets(solver)
 
 
 def test_the_bound_holds_before_the_next_window_is_read(monkeypatch):

@@ -149,13 +149,20 @@ The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and 
 use beyond the window's, which are the data) is checked after every chunk's additions, and when a
 window is let go: its rows still in use count from then on, and are brought within a byte bound
 before the next window is read (checked at the next window's first chunk, they were held beside
-it: UD English EWT written 4 times in 32 MB, heap peak 151.1 -> 142.1 MB). Eviction takes
-the idle constraints (alpha = 0 after a re-optimisation) first, then support vectors, then the
-constraints not yet re-optimised, each oldest first: a new constraint evicted before its first
-solve would never be tried, and the run would stop learning once the cache is full of support.
+it: UD English EWT written 4 times in 32 MB, heap peak 151.1 -> 142.1 MB). A byte bound, once
+passed, is evicted down to EVICT_TO (0.9) of it, so that the next chunks' constraints fit without
+another eviction: each eviction folds support vectors into w0 (a pass over their terms), and one
+after every chunk took sector multiclass under --cache-limit 8MB 177 s against 29 s (certified
+2.7e-3 against 2.0e-3 after one pass; unbounded: 24 s); on UD English EWT, where a fold is small,
+it moved the one-pass gap little (once in 16 MB 4.7e-3 -> 5.3e-3, 142.8 -> 134.6 MB; written 4
+times in 32 MB 0.0546 -> 0.0554). A bound in constraints is the engine's size, kept exactly.
+Eviction takes the idle constraints (alpha = 0 after a re-optimisation) first, then support
+vectors, then the constraints not yet re-optimised, each oldest first: a new constraint evicted
+before its first solve would never be tried, and the run would stop learning once the cache is
+full of support.
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
-(sum alpha x over the evicted, held as its non-zeros: SparseW0), its alpha l in fold_margin and
-its alpha in its example's evicted mass. The alphas are then those of before, a feasible point, so
+(sum alpha x over the evicted, held as its non-zeros or, when denser, a vector: SparseW0), its
+alpha l in fold_margin and its alpha in its example's evicted mass. The alphas are then those of before, a feasible point, so
 the model does not move, and
 
     D = fold_margin + sum_cached alpha_c l_c - 1/2 |w|^2
@@ -253,6 +260,9 @@ DEFAULT_WINDOW_ROWS = 250000
 DEFAULT_STRUCTURED_LOOKS = 100
 STRUCTURED_INNER_EPOCHS = 10
 STRUCTURED_MIN_CHUNKS = 6
+EVICT_TO = 0.9                 # a byte bound, once passed, is evicted down to this share of it
+FOLD_BANDS = 8                 # a large fold into w0 is added w's length / 8 columns at a time,
+                               # and a smaller one as a list of its entries (SparseW0)
 COMPACT_PIECE = 1 << 16         # non-zeros a row-store compaction moves at a time (its index
                                # arrays are int64: 1 << 20 was 25 MB of UD x4's heap peak)
 STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a block, and the reader's
@@ -726,7 +736,8 @@ class Folded:
 
 
 class SparseW0:
-    """w0, the w of the evicted support vectors (sum alpha x over them), as its non-zeros.
+    """w0, the w of the evicted support vectors (sum alpha x over them), as its non-zeros, or as a
+    vector once that is smaller.
 
     w0 is as long as w, but a fold touches the columns of the evicted constraints only: on UD
     English EWT the trained w has 272,536 non-zeros of its 2.0 million entries (14%). Held dense,
@@ -734,54 +745,118 @@ class SparseW0:
     under --cache-limit 32MB: peak RSS 184.1 MB dense, 178.2 dense outside the solves only, 167.6
     sparse, with RowStore._reserve letting old arrays go; the same models). A fold adds its
     entries in the order and with the products a dense w0 took them (plane_entries, np.add.at),
-    so w0 is the same bit for bit. A fold of more entries than an eighth of w is added on a dense
-    copy, made for the moment, as accumulate_plane adds them: one pass over w instead of a sort of
-    the entries, and no list of them (16 bytes an entry: the folds at a window's end can be
-    millions of entries, and such lists took UD written 4 times to 226.6 MB). w.w0, in UB, is
-    summed over the non-zeros: its last bits may differ from a dense dot's (the models above did
-    not move)."""
+    so w0 is the same bit for bit. A fold of more entries than an eighth of w is added an eighth of
+    w's columns at a time (`add_dense_bands`), each band a dense vector for the moment, as
+    accumulate_plane adds them: passes over the fold's entries instead of a sort of them, and no
+    list of them (16 bytes an entry: the folds at a window's end can be millions of entries, and
+    such lists took UD written 4 times to 226.6 MB), nor a dense copy of w0 beside it.
+
+    Held as its non-zeros, an entry takes 12 bytes against a vector's 8: w0 becomes a vector
+    (`full`) when more than two thirds of its entries are non-zero, and its non-zeros again below
+    one third (sector multiclass under --cache-limit 8MB: w0 is nearly dense, and the non-zeros
+    took 70 MB where the vector takes 46). w.w0, in UB, is summed over the non-zeros or the whole
+    vector: its last bits may differ from the other's (the models above did not move)."""
 
     def __init__(self, n):
         self.n = int(n)
         self.index = np.zeros(0, np.int32 if self.n < 2**31 else np.int64)     # ascending
         self.value = np.zeros(0)
+        self.full = None            # w0 as a vector, when it is held so (index, value empty)
 
     @classmethod
     def of(cls, dense):
         out = cls(len(dense))
-        out.index = np.flatnonzero(dense).astype(out.index.dtype)
-        out.value = dense[out.index]
+        out.full = np.ascontiguousarray(dense, np.float64)     # (the caller's: not copied)
+        out._settle()
         return out
 
-    def dense(self):
-        out = np.zeros(self.n)
+    def dense(self, out=None):
+        """w0 as a vector (into `out`, a float64 vector of its length, when given)."""
+        if self.full is not None:
+            if out is None:
+                return self.full.copy()
+            out[:] = self.full
+            return out
+        if out is None:
+            out = np.zeros(self.n)
+        else:
+            out[:] = 0.0
         out[self.index] = self.value
         return out
 
     def add_to(self, w):
         """w += w0, in place."""
-        w[self.index] += self.value
+        if self.full is not None:
+            w += self.full
+        else:
+            w[self.index] += self.value
 
     def dot(self, w):
         """w . w0"""
+        if self.full is not None:
+            return float(np.dot(w, self.full))
         return float(np.dot(w[self.index], self.value))
+
+    def add_dense_bands(self, accumulate, bands):
+        """w0 += a sum that `accumulate(band, lo)` adds to the columns lo .. lo + len(band) of a
+        dense vector (accumulate_plane over a band), `bands` bands one after the other: a vector of
+        a band's length at a time instead of w0's (w0 held as a vector: one band, itself)."""
+        if self.full is not None:
+            accumulate(self.full, 0)
+            self._settle()
+            return
+        size = -(-self.n // max(int(bands), 1))
+        index, value = [], []
+        band = np.empty(min(size, self.n))
+        for lo in range(0, self.n, size):
+            part = band[:min(size, self.n - lo)]
+            part[:] = 0.0
+            a, b = np.searchsorted(self.index, np.array([lo, lo + len(part)], self.index.dtype))
+            part[self.index[a:b] - lo] = self.value[a:b]
+            accumulate(part, lo)
+            nz = np.flatnonzero(part)
+            index.append((nz + lo).astype(self.index.dtype))
+            value.append(part[nz])
+        if index:
+            self.index, self.value = np.concatenate(index), np.concatenate(value)
+        self._settle()
 
     def add(self, columns, values):
         """w0[columns[k]] += values[k] for k = 0, 1, ... in turn (plane_entries' list). Entries
         that end at 0 are dropped."""
         if not len(columns):
             return
+        if self.full is not None:
+            np.add.at(self.full, columns, values)
+            self._settle()
+            return
+        columns = columns.astype(self.index.dtype)      # (searchsorted then takes index as it is)
         new = np.unique(columns)
         at = np.searchsorted(self.index, new)
         found = (self.index[np.minimum(at, len(self.index) - 1)] == new if len(self.index)
                  else np.zeros(len(new), bool))
         if not np.all(found):
-            self.index = np.insert(self.index, at[~found], new[~found].astype(self.index.dtype))
+            self.index = np.insert(self.index, at[~found], new[~found])
             self.value = np.insert(self.value, at[~found], 0.0)
         np.add.at(self.value, np.searchsorted(self.index, columns), values)
         if not np.all(self.value):
             kept = self.value != 0.0
             self.index, self.value = self.index[kept], self.value[kept]
+        self._settle()
+
+    def _settle(self):
+        """Hold w0 in the smaller form: as a vector above two thirds of non-zeros, as its
+        non-zeros below one third (between, as it is)."""
+        if self.full is None and 3 * len(self.index) > 2 * self.n:
+            full = np.zeros(self.n)
+            full[self.index] = self.value
+            self.full, self.index, self.value = full, self.index[:0], self.value[:0]
+        elif self.full is not None:
+            nnz = int(np.count_nonzero(self.full))
+            if 3 * nnz < self.n:
+                self.index = np.flatnonzero(self.full).astype(self.index.dtype)
+                self.value = self.full[self.index]
+                self.full = None
 
 
 def _ranges(lo, hi):
@@ -1374,15 +1449,17 @@ class OnlineDual:
             seen.add(q)
         return seen
 
-    def _engine_cache(self, restricted=True):
+    def _engine_cache(self, restricted=True, w_buffer=None):
         """The cache as the engine's problem. After an eviction kept support vectors in w0, the
         engine solves for v = w - w0 over the cached alphas (`restricted`): margins l_c - w0.x_c
-        and budgets C_i less the evicted mass (see Memory in the module docstring)."""
+        and budgets C_i less the evicted mass (see Memory in the module docstring). `w_buffer`:
+        the w the caller hands to the engine, which overwrites it; w0 is spread out there for the
+        margins instead of in a vector of its own (sector multiclass: 46 MB beside w)."""
         c = self.cache
         ids, inv, C_group, _ = c.groups()
         margin = c.cons.margin
         if self.w0 is not None and restricted:
-            margin = margin - self._store_dots(self.w0.dense())   # (let go before the solve)
+            margin = margin - self._store_dots(self.w0.dense(w_buffer))   # (let go before the solve)
             C_group = self._budgets(ids, C_group)
         return ConstraintCache(
             indptr=c.store.indptr, indices=c.store.indices, data=c.store.data, n_cols=self.store_cols,
@@ -1415,7 +1492,7 @@ class OnlineDual:
             cap = self.opt.inner_epochs if self.opt.inner_epochs is not None else (
                 STRUCTURED_INNER_EPOCHS if self.structured else self.opt.max_epochs)
             epochs = min(epochs, cap)
-        sol = solve(self._engine_cache(), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
+        sol = solve(self._engine_cache(w_buffer=self.w), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
                     seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking,
                     rounds=True, w_buffer=self.w)          # replaced by the solution's w
         self.solves += 1
@@ -1530,8 +1607,8 @@ class OnlineDual:
             n = min(n, opt.cache_limit)
         if budget is not None:
             # the bytes of keeping the last n in eviction order, their rows compacted: n shrinks
-            # by 10% steps until they fit
-            while n > 0 and _kept_bytes(c, order[c.size - n:]) > budget:
+            # by 10% steps until they fit in EVICT_TO of the budget
+            while n > 0 and _kept_bytes(c, order[c.size - n:]) > EVICT_TO * budget:
                 n = int(n * 0.9)
         evict = np.zeros(c.size, bool)
         evict[order[:c.size - n]] = True
@@ -1570,8 +1647,9 @@ class OnlineDual:
             self._refresh(dual=False, gradients=c.grad)
         elif support_lost:
             # w = sum alpha x over what is left (a feasible alpha: LB stays a true lower bound)
-            engine = self._engine_cache().engine(c.alpha, shrinking=False)
-            self.w = engine.w.copy()
+            engine = self._engine_cache(w_buffer=self.w).engine(c.alpha, shrinking=False,
+                                                                 w_buffer=self.w)
+            self.w = engine.final_w()
             self._refresh()
         else:
             self._refresh(dual=False)
@@ -1659,17 +1737,21 @@ class OnlineDual:
         fold = (c.store.indptr, c.store.indices, c.store.data, self.store_cols, cons.tptr,
                 cons.term_row, cons.term_scale, _offsets(cons.term_offset), cons.term_bias, weight,
                 0.0 if bias is None else float(bias), bias is not None, self.stride)
-        lengths = np.diff(c.store.indptr)
-        entries = sum(int(lengths[cons.term_row[first:first + COMPACT_PIECE]].sum())
-                      for first in range(0, len(cons.term_row), COMPACT_PIECE))
-        if 8 * entries <= len(self.w):
-            self.w0.add(*plane_entries(*fold, len(self.w)))
-            return
-        w0 = self.w0.dense()
+        if self.w0.full is None:
+            lengths = np.diff(c.store.indptr)
+            entries = sum(int(lengths[cons.term_row[first:first + COMPACT_PIECE]].sum())
+                          for first in range(0, len(cons.term_row), COMPACT_PIECE))
+            if FOLD_BANDS * entries <= len(self.w):
+                self.w0.add(*plane_entries(*fold, len(self.w)))
+                return
+        n_w = len(self.w)
         # every entry marked as touched already: accumulate_plane then lists none of them, and
         # the list it needs room for is never written (np.empty: its pages are never touched)
-        accumulate_plane(*fold, w0, np.ones(len(w0), np.uint8), np.empty(len(w0), np.int64))
-        self.w0 = SparseW0.of(w0)
+        self.w0.add_dense_bands(
+            lambda band, lo: accumulate_plane(*fold, band, np.ones(len(band), np.uint8),
+                                              np.empty(len(band), np.int64), lo=lo, n_w=n_w,
+                                              checked=lo > 0),   # (the first band's call checks)
+            FOLD_BANDS)
 
     def _fold_ids(self, groups, alpha):
         """Add the evicted alphas to their examples' evicted mass."""
