@@ -31,6 +31,12 @@ from _sparse cimport column_t, mix64, offset_t, row_t, scale_t, value_t
 cnp.import_array()
 
 
+def _bias_flags(term_bias, bint use_bias):
+    """The terms' bias flags as bytes (all 0 without a bias)."""
+    flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
+    return flags if use_bias else np.zeros_like(flags)
+
+
 def _checked_terms(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,
                    int64_t n_cols, const int64_t[::1] tptr, const row_t[::1] term_row,
                    const scale_t[::1] term_scale, const offset_t[::1] term_offset, term_bias,
@@ -38,9 +44,7 @@ def _checked_terms(const int64_t[::1] indptr, const column_t[::1] indices, const
     """The checks of accumulate_plane and plane_entries (every term's row in the store, every
     entry it writes below n_w); returns the terms' bias flags as bytes (0 without a bias)."""
     cdef int64_t m = tptr.shape[0] - 1, n_rows = indptr.shape[0] - 1
-    flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
-    if not use_bias:
-        flags = np.zeros_like(flags)
+    flags = _bias_flags(term_bias, use_bias)
     cdef const unsigned char[::1] has_bias = flags
     cdef int64_t t, c, r, p, o, col
     if stride < 1:
@@ -99,8 +103,7 @@ def accumulate_plane(const int64_t[::1] indptr, const column_t[::1] indices, con
         raise ValueError("the band must lie within w")
     cdef const unsigned char[::1] has_bias
     if checked:
-        flags = np.ascontiguousarray(term_bias, dtype=np.uint8)
-        has_bias = flags if use_bias else np.zeros_like(flags)
+        has_bias = _bias_flags(term_bias, use_bias)
     else:
         has_bias = _checked_terms(indptr, indices, data, n_cols, tptr, term_row, term_scale,
                                   term_offset, term_bias, weight, use_bias, stride, n_w)

@@ -162,8 +162,8 @@ before its first solve would never be tried, and the run would stop learning onc
 full of support.
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
 (sum alpha x over the evicted, held as its non-zeros or, when denser, a vector: SparseW0), its
-alpha l in fold_margin and its alpha in its example's evicted mass. The alphas are then those of before, a feasible point, so
-the model does not move, and
+alpha l in fold_margin and its alpha in its example's evicted mass. The alphas are then those of
+before, a feasible point, so the model does not move, and
 
     D = fold_margin + sum_cached alpha_c l_c - 1/2 |w|^2
 
@@ -1459,7 +1459,7 @@ class OnlineDual:
         ids, inv, C_group, _ = c.groups()
         margin = c.cons.margin
         if self.w0 is not None and restricted:
-            margin = margin - self._store_dots(self.w0.dense(w_buffer))   # (let go before the solve)
+            margin = margin - self._store_dots(self.w0.dense(w_buffer))
             C_group = self._budgets(ids, C_group)
         return ConstraintCache(
             indptr=c.store.indptr, indices=c.store.indices, data=c.store.data, n_cols=self.store_cols,
@@ -1492,9 +1492,10 @@ class OnlineDual:
             cap = self.opt.inner_epochs if self.opt.inner_epochs is not None else (
                 STRUCTURED_INNER_EPOCHS if self.structured else self.opt.max_epochs)
             epochs = min(epochs, cap)
-        sol = solve(self._engine_cache(w_buffer=self.w), epsilon=self.opt.epsilon / 2, max_epochs=epochs,
-                    seed=self.opt.seed + self.solves, alpha=c.alpha, shrinking=self.opt.shrinking,
-                    rounds=True, w_buffer=self.w)          # replaced by the solution's w
+        sol = solve(self._engine_cache(w_buffer=self.w), epsilon=self.opt.epsilon / 2,
+                    max_epochs=epochs, seed=self.opt.seed + self.solves, alpha=c.alpha,
+                    shrinking=self.opt.shrinking, rounds=True,
+                    w_buffer=self.w)          # replaced by the solution's w
         self.solves += 1
         self.epochs += sol.epochs
         if self.w0 is not None:
