@@ -510,13 +510,22 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                      f"{result.geometry.n_cols} features: {_n(result.passes, 'pass', 'passes')}, "
                      f"{result.solves} re-optimisations, {result.epochs} epochs, {result.cache} "
                      f"constraints cached (at most {_size(result.cache_peak_bytes)}), "
-                     f"{{seconds}} s, primal {model.primal:.10g}, dual "
+                     f"{_evictions(result)}{{seconds}} s, primal {model.primal:.10g}, dual "
                      f"{result.dual:.10g}, relative gap {rel:.3g} ({how})")
     if certified and rel > p.epsilon:   # after the summary, whose figures it refers to
         stats.warnings.append(f"relative gap {rel:.3g} is above epsilon {p.epsilon:g} after "
                               f"{_n(result.passes, 'pass', 'passes')}: more --passes close it")
         stats.late_warnings.append(stats.warnings[-1])
     return model
+
+
+def _evictions(result):
+    """What a cache limit evicted, for the summary line: support vectors that come back in the
+    pass they left, again and again, tell a bound below what a window needs (docs/modes.md)."""
+    if not result.evicted:
+        return ""
+    return (f"{result.evicted} support vectors evicted and {result.returned} brought back "
+            f"by the cache limit, ")
 
 
 def _accumulate(acc, task, path, zero_based, show):

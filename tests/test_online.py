@@ -653,6 +653,28 @@ def test_the_summary_reports_the_most_the_cache_held(runner, a9a5k, tmp_path):
     assert bounded <= free / 2 * (1 + 1e-3)
 
 
+def test_the_summary_reports_what_a_cache_limit_evicted(runner, tmp_path):
+    """Under a bound below what the file's support vectors need, the summary says how many were
+    evicted and how many came back with their example (a bound far below a window's need brings
+    back nearly all of them, sweep after sweep: slow); a run that evicts nothing says nothing of
+    it. The counts are the run's: a state resumed carries them on."""
+    conll = os.path.join(REPO, "data", "conll2000.train.svm")
+    args = ["-t", "sequence", "-c", "0.1", "--window-rows", "500", "--chunk", "10"]
+
+    def evictions(*more):
+        r = run(runner, "train", "-m", "online-dual", *args, *more, conll, tmp_path / "m")
+        assert r.exit_code == 0, r.output
+        m = re.search(r"cached \(at most [^)]*\), (\d+) support vectors evicted and (\d+) brought "
+                      r"back by the cache limit, ", r.stderr)
+        return None if m is None else (int(m.group(1)), int(m.group(2)))
+    assert evictions() is None
+    tight = evictions("--cache-limit", "60KB")
+    assert tight is not None and 0 < tight[1] <= tight[0]
+    # a bound the constraints fit in evicts fewer
+    looser = evictions("--cache-limit", "400KB")
+    assert looser is None or looser[0] < tight[0]
+
+
 def test_sizes_read_as_a_person_writes_them():
     from svmtrain.pipeline import _size
     assert [_size(b) for b in (0, 145_000, 33_449_000, 999.96 * 2 ** 20, 1.5 * 2 ** 30)] == \

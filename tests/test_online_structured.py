@@ -610,6 +610,9 @@ def test_a_run_under_a_byte_bound_resumes_bit_for_bit(tmp_path):
     assert cut.interrupted
     resumed = OnlineDual(task, CONLL, o, state).run()
     assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
+    # (and the summary's counts of evicted and returned support vectors)
+    assert whole.evicted > 0 and (resumed.evicted, resumed.returned) == (whole.evicted,
+                                                                         whole.returned)
 
 
 def _refuses_broken_kept_terms(state, fields, cases):

@@ -156,6 +156,14 @@ after every chunk took sector multiclass under --cache-limit 8MB 177 s against 2
 2.7e-3 against 2.0e-3 after one pass; unbounded: 24 s); on UD English EWT, where a fold is small,
 it moved the one-pass gap little (once in 16 MB 4.7e-3 -> 5.3e-3, 142.8 -> 134.6 MB; written 4
 times in 32 MB 0.0546 -> 0.0554). A bound in constraints is the engine's size, kept exactly.
+The summary line counts the support vectors evicted and brought back (`evicted`, `returned`): a
+bound below what a window's constraints need brings nearly every one back at every sweep, and
+evicts another for it (UD English EWT in 16 MB, where a window needs 26 MB: 3.88 million evicted
+and 3.85 million back in one pass, 3.5x the CPU time of the pass without a bound; written 4 times
+in 26 MB, 353,467 and 269,836). Bringing them back within their pass only while the cache has
+room took that pass from 121 s to 30-109 s of CPU in five variants (the eviction order, what
+counts as room), but moved the certified gap both ways in single runs (5.3e-3 to 1.8e-3 ..
+1.1e-2; written 4 times in 26 MB 0.075 to 0.075 .. 0.146), so it is not taken.
 Eviction takes the idle constraints (alpha = 0 after a re-optimisation) first, then support
 vectors, then the constraints not yet re-optimised, each oldest first: a new constraint evicted
 before its first solve would never be tried, and the run would stop learning once the cache is
@@ -242,14 +250,15 @@ from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.memory import trim_heap
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 9              # 2: the shuffle window's position; 3: its rows and UB raise;
+STATE_VERSION = 10             # 2: the shuffle window's position; 3: its rows and UB raise;
                                # 4: ranking caches one slack per query, not per pair;
                                # 5: the UB raised since the last re-optimisation (and its gap,
                                # which 6 no longer keeps); 7: only the rows in use are kept, with
                                # their rows in the pinned window; 8: the support vectors
                                # evicted by the cache limit (w0, their margin and mass);
                                # 9: ... and their terms or codes, to come back with their
-                               # example; the gradients and norms as the run had them
+                               # example; the gradients and norms as the run had them;
+                               # 10: the count of evicted support vectors and of returns
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -901,6 +910,8 @@ class OnlineResult:
     interrupted: bool = False
     cache_peak_bytes: int = 0  # the most the cache held: constraints and their rows, not the data
                                # (and what evicted support vectors kept, Folded)
+    evicted: int = 0           # support vectors the cache limit evicted, over the passes
+    returned: int = 0          # ... and brought back with their example (Folded)
     state_of: Optional[object] = None   # the run's resume state, made when asked for: a copy of
                                         # the cache held through the certificate pass was the peak
                                         # of a UD English EWT run (20 MB over the training's)
@@ -991,6 +1002,7 @@ class OnlineDual:
         self.next_age = 0
         self.solves = self.epochs = 0
         self.cache_peak_bytes = 0       # the most the cache held (Cache.nbytes), for the summary
+        self.evicted = self.returned = 0    # support vectors evicted, and brought back (Folded)
         self.qids_done = set()          # ranking: the queries met in this pass (a query is one
                                         # int per query: small next to the data)
         self.certified = False
@@ -1639,6 +1651,7 @@ class OnlineDual:
                 if np.any(frozen):
                     self.frozen_ids = np.union1d(self.frozen_ids, c.cons.group[frozen])
         support_lost = bool(np.any(support))
+        self.evicted += int(np.count_nonzero(support))
         c.keep(~evict)
         if opt.cache_limit_bytes is not None:
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
@@ -1705,6 +1718,7 @@ class OnlineDual:
         c.store.hold(new.term_row)
         self._fold_into_w0(-alpha, new)
         m = new.size
+        self.returned += m
         c.cons.extend(new)
         c.C = np.concatenate([c.C, C_of[local]])
         c.alpha = np.concatenate([c.alpha, alpha])
@@ -1772,7 +1786,8 @@ class OnlineDual:
                             solves=self.solves, cache=self.cache.size,
                             seconds=time.perf_counter() - self.started, certified=self.certified,
                             interrupted=interrupted, state_of=self.state,
-                            cache_peak_bytes=self.cache_peak_bytes)
+                            cache_peak_bytes=self.cache_peak_bytes, evicted=self.evicted,
+                            returned=self.returned)
 
     def release(self):
         """Let the cache go once the run is over and no resume state will be asked for (the
@@ -1804,6 +1819,7 @@ class OnlineDual:
             "examples_in_file": np.array(-1 if self.examples_in_file is None else self.examples_in_file),
             "examples_seen": np.array(self.examples_seen), "next_age": np.array(self.next_age),
             "solves": np.array(self.solves), "epochs": np.array(self.epochs),
+            "evicted": np.array(self.evicted), "returned": np.array(self.returned),
             "certified": np.array(self.certified),
             "w0": np.zeros(0) if self.w0 is None else self.w0.dense(),
             "fold_margin": np.array(self.fold_margin),
@@ -1873,6 +1889,7 @@ class OnlineDual:
         self.examples_in_file = None if e < 0 else e
         self.examples_seen, self.next_age = int(s["examples_seen"]), int(s["next_age"])
         self.solves, self.epochs = int(s["solves"]), int(s["epochs"])
+        self.evicted, self.returned = int(s["evicted"]), int(s["returned"])
         self.certified = bool(s["certified"])
         self.store_cols, self.stride = int(s["store_cols"]), int(s["stride"])
         self.model_examples = int(s["model_examples"])
@@ -2272,7 +2289,7 @@ _ARRAY_KEYS = {
 _FOLD_KEYS = [k for k in _ARRAY_KEYS if k.startswith("fold_")] + ["frozen_ids", "term_rel"]
 _SCALAR_KEYS = ("digest", "pass_solves", "n_cols", "store_cols", "stride", "model_examples", "LB", "UB", "pass", "rows_done", "examples_done", "added_in_pass", "window_done", "window_added", "window_raise", "raised_since_solve", "window_rows", "revisit", "shuffle_window",
                 "examples_in_file", "examples_seen", "next_age", "solves", "epochs", "certified",
-                "fold_margin")
+                "fold_margin", "evicted", "returned")
 
 
 def read_state(path):
@@ -2299,8 +2316,10 @@ def load_state(arrays, fields):
     if str(arrays["mode"]) != "online-dual":
         raise StateError(f"a {arrays['mode']} state, not an online-dual one")
     version = int(arrays.get("version", -1))
-    if version not in (STATE_VERSION, 8):
+    if version not in (STATE_VERSION, 9, 8):
         raise StateError(f"unsupported state version {arrays.get('version')}")
+    if version < 10:        # (the counts for the summary line begin at the resume)
+        arrays = dict(arrays, evicted=np.array(0), returned=np.array(0))
     if version == 8:        # saved before evicted support vectors kept their terms: none kept
         arrays = dict(arrays)
         arrays["grad"] = arrays["sqnorm"] = np.zeros(0)      # (recomputed: see _restore)
