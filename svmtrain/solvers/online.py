@@ -156,6 +156,10 @@ after every chunk took sector multiclass under --cache-limit 8MB 177 s against 2
 2.7e-3 against 2.0e-3 after one pass; unbounded: 24 s); on UD English EWT, where a fold is small,
 it moved the one-pass gap little (once in 16 MB 4.7e-3 -> 5.3e-3, 142.8 -> 134.6 MB; written 4
 times in 32 MB 0.0546 -> 0.0554). A bound in constraints is the engine's size, kept exactly.
+Eviction takes the idle constraints (alpha = 0 after a re-optimisation) first, then support
+vectors, then the constraints not yet re-optimised, each oldest first: a new constraint evicted
+before its first solve would never be tried, and the run would stop learning once the cache is
+full of support.
 The summary line counts the support vectors evicted and brought back (`evicted`, `returned`): a
 bound below what a window's constraints need brings nearly every one back at every sweep, and
 evicts another for it (UD English EWT in 16 MB, where a window needs 26 MB: 3.88 million evicted
@@ -164,10 +168,6 @@ in 26 MB, 353,467 and 269,836). Bringing them back within their pass only while 
 room took that pass from 121 s to 30-109 s of CPU in five variants (the eviction order, what
 counts as room), but moved the certified gap both ways in single runs (5.3e-3 to 1.8e-3 ..
 1.1e-2; written 4 times in 26 MB 0.075 to 0.075 .. 0.146), so it is not taken.
-Eviction takes the idle constraints (alpha = 0 after a re-optimisation) first, then support
-vectors, then the constraints not yet re-optimised, each oldest first: a new constraint evicted
-before its first solve would never be tried, and the run would stop learning once the cache is
-full of support.
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
 (sum alpha x over the evicted, held as its non-zeros or, when denser, a vector: SparseW0), its
 alpha l in fold_margin and its alpha in its example's evicted mass. The alphas are then those of
