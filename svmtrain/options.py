@@ -236,7 +236,9 @@ class OnlineDual:
     """The out-of-core solver (Ramanan Alg. 2): passes over a stream, a cache of hard
     constraints, explore-or-optimise by the duality gap. None means the solver's default.
 
-    cache_limit: a bound on the cache in constraints (int) or bytes (a string like "512MB").
+    cache_limit: a bound on the cache in constraints (int) or bytes (a string like "512MB");
+        "window" (the default, None): on a file of several windows, what the largest window's
+        constraints needed, evicting only earlier windows' support vectors; "none": no bound.
     labels: the labels, to spare a reading pass (needed for a stream read once).
     verify: certify with one more pass (default: when the data can be read again and streams).
     """
@@ -297,20 +299,26 @@ class OnlineDual:
 
 
 def parse_cache_limit(value):
-    """N constraints (an int, or digits), or a size with a unit: 512MB, 2GB, 100KB (powers of
-    1024). Returns ("constraints", N), ("bytes", N) or None."""
+    """N constraints (an int, or digits), a size with a unit: 512MB, 2GB, 100KB (powers of 1024),
+    "window" (the default, None) or "none". Returns ("constraints", N), ("bytes", N),
+    ("window", None) or None (no bound)."""
     import re
     if value is None:
-        return None
+        return ("window", None)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise OptionError(f"the number of cached constraints must be a positive integer, "
                               f"got {value}", "--cache-limit")
         return ("constraints", value)
+    word = str(value).strip().lower()
+    if word == "window":
+        return ("window", None)
+    if word == "none":
+        return None
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([kKmMgG][bB])?\s*", str(value))
     if not m:
-        raise OptionError(f"expected a number of constraints (e.g. 100000) or a size "
-                          f"(e.g. 512MB, 2GB), got {value!r}", "--cache-limit")
+        raise OptionError(f"expected a number of constraints (e.g. 100000), a size (e.g. 512MB, "
+                          f"2GB), 'window' or 'none', got {value!r}", "--cache-limit")
     number, unit = float(m.group(1)), (m.group(2) or "").upper()
     if unit:
         size = int(number * {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[unit])

@@ -375,14 +375,20 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
         # its windows are cutting-plane rounds, as sequence n-slack's (svmtrain.memory): at 4 MB,
         # UD English EWT and conll2000 one pass 50.7 s and 47.3 s against 55.2 s and 55.9 s at
         # 128 KB (6 s of system time against 11-12), peak RSS 309 / 378 MB against 306 / 373,
-        # models bit for bit; under a cache limit, which asks for memory before speed, 1 MB
-        # (svmtrain.memory)
-        fix_mmap_threshold(WINDOWS_MMAP_THRESHOLD if limit is None else BOUNDED_WINDOWS_MMAP_THRESHOLD)
+        # models bit for bit; under a cache limit the user set, which asks for memory before speed,
+        # 1 MB (svmtrain.memory)
+        # (the window bound, once it evicts, likewise: UD English EWT written 4 times 168 against
+        # 183-190 MB, while the file once, one window, keeps 4 MB)
+        fix_mmap_threshold(BOUNDED_WINDOWS_MMAP_THRESHOLD if limit and limit[0] != "window"
+                           else WINDOWS_MMAP_THRESHOLD)
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
                         keep_rounds=mode.keep_inactive,
                         cache_limit=limit[1] if limit and limit[0] == "constraints" else None,
                         cache_limit_bytes=limit[1] if limit and limit[0] == "bytes" else None,
+                        window_bound=bool(limit) and limit[0] == "window",
+                        window_bound_mmap=(BOUNDED_WINDOWS_MMAP_THRESHOLD if structured(task)
+                                           else None),
                         max_epochs=mode.max_epochs, shrinking=mode.shrinking,
                         zero_based=p.zero_based, checkpoint_every=mode.checkpoint_every,
                         shuffle_window=mode.solver_value("shuffle_window"),
@@ -659,6 +665,7 @@ def _train_user(run: TrainingRun, stats: RunStats, warn):
                   "keep_rounds": mode.keep_inactive,
                   "cache_limit": limit[1] if limit and limit[0] == "constraints" else None,
                   "cache_limit_bytes": limit[1] if limit and limit[0] == "bytes" else None,
+                  "window_bound": bool(limit) and limit[0] == "window",
                   "shuffle_window": mode.solver_value("shuffle_window"),
                   "window_rows": mode.solver_value("window_rows"),
                   "window_looks": mode.window_looks, "admit_margin": mode.solver_value("admit_margin")}

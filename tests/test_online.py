@@ -667,12 +667,28 @@ def test_the_summary_reports_what_a_cache_limit_evicted(runner, tmp_path):
         m = re.search(r"cached \(at most [^)]*\), (\d+) support vectors evicted and (\d+) brought "
                       r"back by the cache limit, ", r.stderr)
         return None if m is None else (int(m.group(1)), int(m.group(2)))
-    assert evictions() is None
+    assert evictions("--cache-limit", "none") is None
+    # the default bound (what the largest window needed) evicts earlier windows' support vectors
+    # only: none comes back within the pass
+    by_window = evictions()
+    assert by_window is not None and by_window[0] > 0 and by_window[1] == 0
+    assert evictions("--cache-limit", "window") == by_window
     tight = evictions("--cache-limit", "60KB")
     assert tight is not None and 0 < tight[1] <= tight[0]
     # a bound the constraints fit in evicts fewer
     looser = evictions("--cache-limit", "400KB")
     assert looser is None or looser[0] < tight[0]
+
+
+def test_the_cache_limit_reads_window_and_none():
+    from svmtrain.options import OptionError, parse_cache_limit
+    assert parse_cache_limit(None) == parse_cache_limit("window") == ("window", None)
+    assert parse_cache_limit(" Window ") == ("window", None)
+    assert parse_cache_limit("none") is None and parse_cache_limit("NONE") is None
+    assert parse_cache_limit("512MB") == ("bytes", 512 << 20)
+    assert parse_cache_limit(100000) == parse_cache_limit("100000") == ("constraints", 100000)
+    with pytest.raises(OptionError, match="'window' or 'none'"):
+        parse_cache_limit("windows")
 
 
 def test_sizes_read_as_a_person_writes_them():

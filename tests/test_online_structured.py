@@ -567,11 +567,12 @@ def test_a_passed_byte_bound_is_evicted_below_it(monkeypatch):
     after = []
     evict = online.OnlineDual._evict
 
-    def evict_and_record(self, budget):
+    def evict_and_record(self, budget, keep=None):
         size = self.cache.size
-        evict(self, budget)
+        evicted = evict(self, budget, keep)
         if budget is not None and self.cache.size < size:
             after.append((self.cache.nbytes, budget))
+        return evicted
     monkeypatch.setattr(online.OnlineDual, "_evict", evict_and_record)
     result = solver.run()
     assert len(after) > 3
@@ -680,3 +681,100 @@ def test_evicted_multiclass_support_vectors_keep_their_terms_and_resume(tmp_path
     _refuses_broken_kept_terms(state, fields, (
         ("fold_offset", lambda a: a + len(state["w"])), ("fold_rel", lambda a: a - 10 ** 6),
         ("fold_bias", lambda a: a[:-1])))
+
+
+def _written(tmp_path, times):
+    """The conll2000 sample written `times` times over, each copy's sentences numbered on."""
+    out = []
+    for copy in range(times):
+        for line in open(CONLL).read().splitlines():
+            label, qid, rest = line.split(" ", 2)
+            out.append(f"{label} qid:{int(qid[4:]) + 100 * copy} {rest}")
+    path = tmp_path / f"conll.x{times}.svm"
+    path.write_text("\n".join(out) + "\n")
+    return str(path)
+
+
+def _by_window(path, window_bound=True, **more):
+    task = streaming_task(task_class("sequence"), path, {})
+    opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=500,
+                        window_bound=window_bound, **more)
+    return task, opt
+
+
+def test_the_window_bound_keeps_the_cache_flat_as_the_file_grows(tmp_path):
+    """By default a file of several windows keeps at most what its largest window's constraints
+    needed: the sample written 4 times holds no more than once (without a bound, about 4 times
+    as much), only earlier windows' support vectors are evicted, alpha stays feasible, and the
+    lower bound stays a true one."""
+    peaks = {}
+    for times in (1, 4):
+        path = _written(tmp_path, times)
+        for bounded in (True, False):
+            task, opt = _by_window(path, bounded)
+            solver = OnlineDual(task, path, opt)
+            result = solver.run()
+            peaks[times, bounded] = result.cache_peak_bytes
+            if bounded:
+                assert result.evicted > 0 and solver.window_bound is not None
+                assert solver.cache.nbytes + solver.folded.nbytes <= solver.window_bound
+                assert _held_within_budgets(solver)
+            else:
+                assert result.evicted == 0
+        assert result.dual <= _optimum("sequence", CONLL, 0.1) * times * (1 + 1e-9)
+    assert peaks[4, True] <= 1.1 * peaks[1, True]
+    assert peaks[4, False] > 1.4 * peaks[1, False]
+
+
+def test_the_window_bound_spares_the_window_being_looked_at(monkeypatch):
+    """The window bound evicts earlier windows' constraints only: a support vector evicted from
+    the window being looked at would come back at its next sweep (a thrash)."""
+    task, opt = _by_window(CONLL)
+    evict = OnlineDual._evict
+    spared = []
+
+    def evict_and_check(self, budget, keep=None):
+        if self._window_bounding:
+            first, n = self.examples_done, self.window_examples
+            spared.append(keep is not None)
+            before = self.cache.cons.group[(self.cache.cons.group >= first)
+                                           & (self.cache.cons.group < first + n)].copy()
+            evict(self, budget, keep)
+            after = self.cache.cons.group[(self.cache.cons.group >= first)
+                                          & (self.cache.cons.group < first + n)]
+            assert n == 0 or np.array_equal(np.sort(before), np.sort(after))
+            return True
+        return evict(self, budget, keep)
+    monkeypatch.setattr(OnlineDual, "_evict", evict_and_check)
+    result = OnlineDual(task, CONLL, opt).run()
+    assert spared and all(spared) and result.evicted > 0
+
+
+def test_a_file_of_one_window_is_not_bounded(tmp_path):
+    """A file of one window has no earlier window to evict: the default is the run without a
+    bound, bit for bit, pass after pass."""
+    task = streaming_task(task_class("sequence"), CONLL, {})
+    runs = [OnlineDual(task, CONLL, OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1,
+                                                  chunk=10, passes=2, window_bound=bounded)).run()
+            for bounded in (True, False)]
+    assert np.array_equal(runs[0].w, runs[1].w) and runs[0].dual == runs[1].dual
+    assert runs[0].cache_peak_bytes == runs[1].cache_peak_bytes and runs[0].evicted == 0
+
+
+def test_a_run_under_the_window_bound_resumes_bit_for_bit(tmp_path):
+    """Stopped in the first window (before the bound is known), in a later one (earlier windows'
+    support vectors evicted) or in the second pass, a run resumed from its state is the run that
+    was not stopped."""
+    task, opt = _by_window(CONLL, passes=2)
+    whole = OnlineDual(task, CONLL, opt).run()
+    assert whole.evicted > 0
+    for when in (lambda probe, record: probe.rows_done == 0 and probe.window_done > 20,
+                 lambda probe, record: probe.w0 is not None and probe.rows_done > 1500,
+                 lambda probe, record: record.pass_ == 2 and probe.rows_done > 0):
+        _, cut, state, fields = _stopped_and_saved(task, "sequence", CONLL, opt, tmp_path, when)
+        first_window = int(state["rows_done"]) == 0 and int(state["pass"]) == 0
+        assert cut.interrupted and (int(state["window_bound"]) > 0) != first_window
+        assert bool(state["rel_kept"]) != first_window
+        resumed = OnlineDual(task, CONLL, opt, state).run()
+        assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
+        assert (resumed.evicted, resumed.returned) == (whole.evicted, whole.returned)

@@ -142,8 +142,9 @@ pipeline lets the cache go before it (unless a resume state is asked for), which
 heap peak of a one-pass UD run. The cache keeps a dual variable, and the rows of its constraints,
 for every support example, so it grows with the data; `cache_limit` bounds it, and the summary line
 reports the most it held. Under a bound, evicted support vectors keep their alphas in w and come
-back with their example (below), so that more passes still close the gap; the default is no bound,
-which one pass needs (see Evicted support vectors come back for the figures).
+back with their example (below), so that more passes still close the gap. Without a limit the
+window bound (below) holds a file of several windows to what its largest window needed; a file of
+one window is not bounded, which its one pass needs.
 
 The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows its terms
 use beyond the window's, which are the data) is checked after every chunk's additions, and when a
@@ -168,6 +169,29 @@ in 26 MB, 353,467 and 269,836). Bringing them back within their pass only while 
 room took that pass from 121 s to 30-109 s of CPU in five variants (the eviction order, what
 counts as room), but moved the certified gap both ways in single runs (5.3e-3 to 1.8e-3 ..
 1.1e-2; written 4 times in 26 MB 0.075 to 0.075 .. 0.146), so it is not taken.
+
+The window bound (`window_bound`, the default when no limit is set). Ramanan's cache has a fixed
+size; a size in bytes that suits every file cannot be chosen in advance (a bound below what a
+window's constraints need thrashes, above), but the first window measures it. When a window is
+let go, its rows still in use counted, the bound becomes the most the cache has held at that point
+of any window so far; while the next window is looked at, and when it is let go, the earlier
+windows' constraints are evicted down to it, as under a byte bound (the idle first, then support
+vectors, into w0, kept to come back in the next pass), and the window being looked at is never
+touched: its support vectors would come back at its next sweep. A window whose own constraints
+need more raises the bound when it is let go. So the cache holds about one window's constraints
+however long the file, and returns nothing within a pass. A file of one window has no earlier
+window: its runs are those without a bound, bit for bit. Each term's row in its example (`rel`),
+which an evicted support vector needs to come back, is taken from the first window's rows when
+the second is read (`row_pos`), not kept from the start: on UD English EWT once it would cost
+4 bytes a term for nothing. Measured, one pass at C 0.1, seed 1 (CPU s / peak RSS / certified gap):
+    - UD English EWT written 4 times: 128-131 s / 183-190 MB / 0.0737, against 324 s / 241 MB /
+      0.017 without a bound; the bound settled at 33.6 MB (the file once, one window, needs
+      26.2 MB and 138 MB);
+    - written 8 times: 267 s / 191 MB / 0.0914: as much memory as 4 times;
+  A window's support vectors are evicted at once when the next window fills the cache, so they
+  are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
+  heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
+  were the peak in turn).
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
 (sum alpha x over the evicted, held as its non-zeros or, when denser, a vector: SparseW0), its
 alpha l in fold_margin and its alpha in its example's evicted mass. The alphas are then those of
@@ -250,7 +274,7 @@ from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.memory import trim_heap
 from svmtrain.tasks.base import Constraints, Geometry
 
-STATE_VERSION = 10             # 2: the shuffle window's position; 3: its rows and UB raise;
+STATE_VERSION = 11             # 2: the shuffle window's position; 3: its rows and UB raise;
                                # 4: ranking caches one slack per query, not per pair;
                                # 5: the UB raised since the last re-optimisation (and its gap,
                                # which 6 no longer keeps); 7: only the rows in use are kept, with
@@ -258,7 +282,8 @@ STATE_VERSION = 10             # 2: the shuffle window's position; 3: its rows a
                                # evicted by the cache limit (w0, their margin and mass);
                                # 9: ... and their terms or codes, to come back with their
                                # example; the gradients and norms as the run had them;
-                               # 10: the count of evicted support vectors and of returns
+                               # 10: the count of evicted support vectors and of returns;
+                               # 11: the window bound (older states resume without it)
 DEFAULT_CHUNK = 1000
 # chosen by measurement (bench/README.md, section online): see the module docstring
 DEFAULT_SHUFFLE_WINDOW = 100000
@@ -279,6 +304,8 @@ STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a blo
                                # window starts in); 8 MB was 31 MB of UD x4's heap peak, and 1 MB
                                # reads as fast
 TRIM_WINDOW_NNZ = 1 << 20       # non-zeros of a window after which the heap is trimmed
+FOLD_PIECE = 1 << 13           # evicted constraints folded into w0 and kept (Folded.add) at a
+                               # time
 REL_UNKNOWN = -2               # a term's row in its example, when a resume state did not know it
 STORE_SPARE = (4096, 1 << 16)  # rows, non-zeros of room a rebuilt or pinned row store leaves for
                                # the rows chunks add beyond the data (sequence: a unit row each)
@@ -671,7 +698,17 @@ class Folded:
 
     def add(self, cache, mask, alpha, coder=None):
         """Keep the cache's constraints where mask is True, with their alphas: as the codes
-        `coder` (Task.evicted_codes) gives, else as their terms."""
+        `coder` (Task.evicted_codes) gives, else as their terms. FOLD_PIECE constraints at a time:
+        the window bound evicts a window's support vectors at once, and their terms copied whole
+        (and their rows in their example, as int64) were 35 MB of the heap peak of UD English
+        EWT written 4 times."""
+        which = np.flatnonzero(mask)
+        for first in range(0, len(which), FOLD_PIECE):
+            piece = np.zeros(len(mask), bool)
+            piece[which[first:first + FOLD_PIECE]] = True
+            self._add(cache, piece, alpha, coder)
+
+    def _add(self, cache, mask, alpha, coder):
         cons, store = cache.cons, cache.store
         part = cons.select(mask)
         terms = np.repeat(mask, np.diff(cons.tptr))
@@ -934,6 +971,10 @@ class OnlineOptions:
                                                # DEFAULT_KEEP_INACTIVE
     cache_limit: Optional[int] = None          # constraints
     cache_limit_bytes: Optional[int] = None
+    window_bound: bool = False                 # without a limit: at most what the largest window's
+                                               # constraints needed (see The window bound)
+    window_bound_mmap: Optional[int] = None     # the allocator's mmap threshold once the window
+                                                # bound evicts (svmtrain.memory; None: unchanged)
     max_epochs: int = 1000
     shrinking: bool = True
     zero_based: bool = False
@@ -1003,6 +1044,13 @@ class OnlineDual:
         self.solves = self.epochs = 0
         self.cache_peak_bytes = 0       # the most the cache held (Cache.nbytes), for the summary
         self.evicted = self.returned = 0    # support vectors evicted, and brought back (Folded)
+        # the window bound (opt.window_bound): bytes, set when the first window is let go; it
+        # evicts once the cache knows each term's row in its example (cache.rel), from the second
+        # window of the first pass on (row_pos carries what the first window's rows were to it)
+        self.auto_bound = (opt.window_bound and opt.cache_limit is None
+                           and opt.cache_limit_bytes is None)
+        self.window_bound = None
+        self.row_pos = None
         self.qids_done = set()          # ranking: the queries met in this pass (a query is one
                                         # int per query: small next to the data)
         self.certified = False
@@ -1108,6 +1156,7 @@ class OnlineDual:
             self.pass_solves = self.solves
             self.row_digest = RowDigest()
             self.qids_done = set()
+            self.row_pos = None     # (the window bound starts in the first pass or not at all)
         # the final re-optimisation to the inner tolerance (not after a certifying pass: it would
         # move w away from the P(w) that pass measured)
         if not self.certified and self.cache.size and relative_gap(self.UB, self.LB) > self.opt.epsilon / 2:
@@ -1188,6 +1237,12 @@ class OnlineDual:
                 window_arrays = store.compactions
                 self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
                 self._share_restored_rows()
+                if self.row_pos is not None:
+                    if self.pass_ == 0 and self.rows_done > 0 and self.cache.rel is None:
+                        # a file of several windows: the window bound evicts from now on
+                        self.cache.rel = self.row_pos[self.cache.cons.term_row]
+                        self._bounded_allocation()
+                    self.row_pos = None
             else:
                 self.row_of = None
             starts = _example_starts(window, grouping)
@@ -1235,6 +1290,8 @@ class OnlineDual:
             del window, chunk               # not held while the next window is read
             if self.cache.store.pinned is not None:     # the rows no constraint uses go
                 c = self.cache
+                if self._window_bounds and c.rel is None and self.pass_ == 0:
+                    self.row_pos = _row_positions(c.store, starts)
                 c.store.unpin()
                 bounded = self.opt.cache_limit_bytes is not None
                 if bounded:
@@ -1244,6 +1301,10 @@ class OnlineDual:
                     # held beside the next window at the peak)
                     self._enforce_limit()
                 c.cons.term_row = c.store.compact(c.cons.term_row, force=bounded)
+                if self._window_bounds:
+                    self._bound_by_window(self.examples_done - n, n)
+                if self.row_pos is not None and c.store.moved is not None:
+                    self.row_pos = _moved(self.row_pos, c.store.moved)
                 c.store.moved = None
             # the window's arrays (below the mmap threshold: from the heap) leave holes that the
             # next window's sizes do not fill; given back (UD written 4 times under --cache-limit
@@ -1561,23 +1622,63 @@ class OnlineDual:
             # 1/2 |w|^2 - w.w0 + sum_evicted alpha l + sum_i (C_i - evicted mass_i) xi_i
             self.UB += self.fold_margin - self.w0.dot(self.w)
 
-    def _enforce_limit(self):
+    def _enforce_limit(self, protect=None):
         """Evict down to the cache limit (_evict). Under a byte bound the evicted support vectors'
         terms (Folded) count against it too, and take at most half of it: beyond that the oldest
         are frozen for good, as they all were before they were kept (their alphas stay in w0 and
         their examples' evicted mass, but do not come back). A bound on the number of
-        constraints is the engine's size; the fold is not in the engine, and is not bounded so."""
+        constraints is the engine's size; the fold is not in the engine, and is not bounded so.
+        Under the window bound, the examples `protect` (first global id, count; default: the
+        window being looked at) are not evicted: only earlier windows' constraints are."""
         f, bound = self.folded, self.opt.cache_limit_bytes
+        keep = None
+        if self._window_bounding:
+            bound = self.window_bound
+            first, n = protect or (self.examples_done, self.window_examples)
+            keep = (self.cache.cons.group >= first) & (self.cache.cons.group < first + n)
         if bound is None:
             self._evict(None)
         else:
             for _ in range(8):      # an eviction adds to the fold: a few rounds at most
-                self._evict(bound - f.nbytes)
+                if not self._evict(bound - f.nbytes, keep):
+                    break           # nothing left that may go (the window's own)
+                if keep is not None:
+                    keep = ((self.cache.cons.group >= first)
+                            & (self.cache.cons.group < first + n))
                 if f.nbytes > bound // 2:
                     self._freeze_oldest(bound // 2)
                 if self.cache.nbytes + f.nbytes <= bound:
                     break
         self.cache_peak_bytes = max(self.cache_peak_bytes, self.cache.nbytes + f.nbytes)
+
+    @property
+    def _window_bounds(self):
+        """Whether the window bound applies: no limit was set, and evicted support vectors can
+        come back (examples whole in one place of the file, rows the file's) and fold into w0."""
+        return (self.auto_bound and self.shuffles and not self._keyed and not self.controlled
+                and self._nonneg() is None)
+
+    @property
+    def _window_bounding(self):
+        """Whether the window bound evicts now: set, and each cached term's row in its example
+        known (from the second window of the first pass on)."""
+        return (self.window_bound is not None and self.cache.rel is not None
+                and self._window_bounds)
+
+    def _bounded_allocation(self):
+        """The allocator's policy once the window bound evicts (the pipeline's choice)."""
+        if self.opt.window_bound_mmap is not None:
+            from svmtrain.memory import fix_mmap_threshold
+            fix_mmap_threshold(self.opt.window_bound_mmap)
+
+    def _bound_by_window(self, first, n):
+        """A window (examples first.., n of them) was let go, its rows in use now counted: evict
+        earlier windows' constraints down to the bound, then raise the bound to what is held if
+        this window's own needed more."""
+        if self._window_bounding:
+            self._enforce_limit(protect=(first, n))
+        held = self.cache.nbytes + self.folded.nbytes
+        self.window_bound = held if self.window_bound is None else max(self.window_bound, held)
 
     def _freeze_oldest(self, max_bytes):
         """Drop the oldest kept terms of evicted support vectors until the fold holds at most
@@ -1597,10 +1698,10 @@ class OnlineDual:
         frozen = self.folded.take(mask)
         self.frozen_ids = np.union1d(self.frozen_ids, frozen.group)
 
-    def _evict(self, budget):
+    def _evict(self, budget, keep=None):
         """Evict down to the cache limit (`budget`: the bytes left to the cache): idle constraints,
         then support vectors (folded into w0), then constraints not yet re-optimised, each oldest
-        first."""
+        first; never those where `keep` is True. Returns whether anything was evicted."""
         c, opt = self.cache, self.opt
         over_count = opt.cache_limit is not None and c.size > opt.cache_limit
         held = None if budget is None else c.nbytes
@@ -1609,22 +1710,28 @@ class OnlineDual:
             # the rows no term uses do not count against the bound, but are not held beyond it
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
         if not (over_count or over_bytes):
-            return
+            return False
         # idle zeros first, then support vectors (kept in w0), then the constraints not
         # yet re-optimised: each oldest first (a new constraint evicted before its first solve
         # would never be tried)
-        fresh = (c.alpha == 0) & (c.idle == 0)
-        order = np.lexsort((c.age, (c.alpha > 0) + 2 * fresh))
-        n = c.size
+        movable = np.arange(c.size) if keep is None else np.flatnonzero(~keep)
+        if not len(movable):
+            return False
+        fixed = np.zeros(0, np.int64) if keep is None else np.flatnonzero(keep)
+        fresh = (c.alpha[movable] == 0) & (c.idle[movable] == 0)
+        order = movable[np.lexsort((c.age[movable], (c.alpha[movable] > 0) + 2 * fresh))]
+        m = n = len(movable)
         if opt.cache_limit is not None:
             n = min(n, opt.cache_limit)
         if budget is not None:
             # the bytes of keeping the last n in eviction order, their rows compacted: n shrinks
             # by 10% steps until they fit in EVICT_TO of the budget
-            while n > 0 and _kept_bytes(c, order[c.size - n:]) > EVICT_TO * budget:
+            while n > 0 and _kept_bytes(c, np.concatenate([fixed, order[m - n:]])) > EVICT_TO * budget:
                 n = int(n * 0.9)
+        if keep is not None and n == m:
+            return False
         evict = np.zeros(c.size, bool)
-        evict[order[:c.size - n]] = True
+        evict[order[:m - n]] = True
         support = evict & (c.alpha > 0)
         fold = bool(np.any(support)) and self._nonneg() is None and not self.controlled
         if fold:
@@ -1635,7 +1742,14 @@ class OnlineDual:
             # w stays; w0 takes what the evicted support vectors put in it: the alphas are those
             # of before, a feasible point, so LB stays a true lower bound and the model does not
             # move
-            self._fold_into_w0(c.alpha[support], c.cons.select(support))
+            which = np.flatnonzero(support)
+            for first in range(0, len(which), FOLD_PIECE):
+                # a piece at a time (the window bound evicts a window's support vectors at once:
+                # their terms copied whole were 20 MB of UD written 4 times' heap peak)
+                piece = np.zeros(c.size, bool)
+                piece[which[first:first + FOLD_PIECE]] = True
+                self._fold_into_w0(c.alpha[piece], c.cons.select(piece))
+            del which, piece
             self._fold_ids(c.cons.group[support], c.alpha[support])
             self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
             if c.rel is not None:
@@ -1653,7 +1767,7 @@ class OnlineDual:
         support_lost = bool(np.any(support))
         self.evicted += int(np.count_nonzero(support))
         c.keep(~evict)
-        if opt.cache_limit_bytes is not None:
+        if opt.cache_limit_bytes is not None or keep is not None:
             c.cons.term_row = c.store.compact(c.cons.term_row, force=True)
         if fold:
             # w and the alphas did not move: the kept constraints' gradients stand, and LB too
@@ -1667,6 +1781,7 @@ class OnlineDual:
             self._refresh()
         else:
             self._refresh(dual=False)
+        return True
 
     def _unfold(self, problem, chunk, ids_of, C_of, starts, in_window):
         """The evicted support vectors of the chunk's examples (global ids `ids_of`; `starts`: the
@@ -1826,6 +1941,8 @@ class OnlineDual:
             "folded_ids": self.folded_ids, "folded_mass": self.folded_mass,
             "frozen_ids": self.frozen_ids,
             "term_rel": np.zeros(0, np.int32) if c.rel is None else c.rel,
+            "rel_kept": np.array(c.rel is not None),
+            "window_bound": np.array(-1 if self.window_bound is None else self.window_bound),
             "fold_group": self.folded.group, "fold_key": self.folded.key,
             "fold_coded": self.folded.coded, "fold_cptr": self.folded.cptr,
             "fold_codes": self.folded.codes,
@@ -1900,7 +2017,13 @@ class OnlineDual:
         store = RowStore(s["store_indptr"], s["store_indices"], s["store_data"], s["store_refs"])
         self.resume_window_row = np.asarray(s["store_window_row"], np.int64)
         self.cache = Cache(cons, s["C"], s["alpha"], np.zeros(cons.size), s["age"], s["idle"], store)
-        if self._returns:         # (REL_UNKNOWN: saved by a run without a bound)
+        bound = int(s.get("window_bound", -1))
+        self.window_bound = None if bound < 0 or not self.auto_bound else bound
+        rel_kept = bool(s.get("rel_kept", False))
+        if rel_kept and self._window_bounds:
+            self._bounded_allocation()
+        if self._returns or (rel_kept and self._window_bounds):
+            # (REL_UNKNOWN: saved by a run without a bound)
             rel = s["term_rel"]
             self.cache.rel = (np.array(rel, np.int32) if len(rel) == len(cons.term_row)
                               else np.full(len(cons.term_row), REL_UNKNOWN, np.int32))
@@ -2014,6 +2137,23 @@ def _rows_in_examples(cons, starts, n_rows):
     row = np.asarray(cons.term_row, np.int64)
     first = starts[np.repeat(cons.group, np.diff(cons.tptr))]
     return np.where(row < n_rows, row - first, -1).astype(np.int32)
+
+
+def _row_positions(store, starts):
+    """Each store row's row in its example (int32; -1 beyond the pinned window, whose examples
+    start at its rows `starts`), so that a term's row in its example is row_pos[term_row]."""
+    pos = np.full(store.n_rows, -1, np.int32)
+    first, n = store.pinned
+    pos[first:first + n] = np.arange(n) - np.repeat(starts[:-1], np.diff(starts))
+    return pos
+
+
+def _moved(row_pos, moved):
+    """row_pos over the store's rows after a compaction (`moved`: old row -> new, -1 gone)."""
+    kept = moved >= 0
+    out = np.full(int(moved.max()) + 1 if kept.any() else 0, -1, np.int32)
+    out[moved[kept]] = row_pos[kept]
+    return out
 
 
 def _take_examples(block, starts, which):
@@ -2316,7 +2456,7 @@ def load_state(arrays, fields):
     if str(arrays["mode"]) != "online-dual":
         raise StateError(f"a {arrays['mode']} state, not an online-dual one")
     version = int(arrays.get("version", -1))
-    if version not in (STATE_VERSION, 9, 8):
+    if version not in (STATE_VERSION, 10, 9, 8):
         raise StateError(f"unsupported state version {arrays.get('version')}")
     if version < 10:        # (the counts for the summary line begin at the resume)
         arrays = dict(arrays, evicted=np.array(0), returned=np.array(0))
