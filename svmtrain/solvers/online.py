@@ -184,10 +184,13 @@ window: its runs are those without a bound, bit for bit. Each term's row in its 
 which an evicted support vector needs to come back, is taken from the first window's rows when
 the second is read (`row_pos`), not kept from the start: on UD English EWT once it would cost
 4 bytes a term for nothing. Measured, one pass at C 0.1, seed 1 (CPU s / peak RSS / certified gap):
-    - UD English EWT written 4 times: 128-131 s / 183-190 MB / 0.0737, against 324 s / 241 MB /
-      0.017 without a bound; the bound settled at 33.6 MB (the file once, one window, needs
-      26.2 MB and 138 MB);
-    - written 8 times: 267 s / 191 MB / 0.0914: as much memory as 4 times;
+    - UD English EWT written 4 times: 128-157 s / 168-170 MB / 0.0737, against 324 s / 241 MB /
+      0.017 without a bound; two passes 247 s / 175 MB / 5.0e-3. The bound settled at 33.6 MB
+      (the file once, one window, needs 26.2 MB and 138 MB);
+    - written 8 times: 245 s / 173 MB / 0.0914, against 895 s / 354 MB / 0.0151 without a bound;
+    - (the CPU ranges: runs beside the test suite or another run.) At glibc's 4 MB mmap threshold
+      (the one-window default, for speed) the file written 4 and 8 times peaked at 183-191 MB;
+      the pipeline sets 1 MB once the bound evicts (`window_bound_mmap`), as under a limit;
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
