@@ -352,6 +352,47 @@ def _sniff(head: bytes) -> Optional[str]:
     return None
 
 
+def plain_size(path) -> Optional[int]:
+    """The size in bytes of a plain (uncompressed) regular file, else None (standard input, a
+    pipe, a compressed file, a MemorySource)."""
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "-" or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            if _sniff(f.read(6)) is not None:
+                return None
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+def head_counts(path, nbytes: int = 1 << 20):
+    """(bytes, rows, qid runs) of the first whole lines of a plain file, about `nbytes` of them
+    (rows: lines that are neither blank nor comments; qid runs: rows whose qid differs from the
+    row before's, a row without one counting as its own run), for estimating the file's size in
+    rows and examples from its size in bytes. Read apart from the blocks, so that the estimate
+    does not depend on how the reader cuts the file."""
+    import re
+    with open(path, "rb") as f:
+        head = f.read(nbytes)
+        if len(head) == nbytes:
+            head = head[:head.rfind(b"\n") + 1]
+    rows = runs = 0
+    last = None
+    qid = re.compile(rb"\sqid:(\S+)")
+    for line in head.splitlines():
+        line = line.strip()
+        if not line or line.startswith(b"#"):
+            continue
+        rows += 1
+        m = qid.search(line)
+        q = m.group(1) if m else None
+        if q is None or q != last:
+            runs += 1
+        last = q
+    return len(head), rows, runs
+
+
 def _decompressor(kind: str, f):
     if kind == "gzip":
         import gzip

@@ -778,3 +778,32 @@ def test_a_run_under_the_window_bound_resumes_bit_for_bit(tmp_path):
         resumed = OnlineDual(task, CONLL, opt, state).run()
         assert np.array_equal(resumed.w, whole.w) and resumed.dual == whole.dual
         assert (resumed.evicted, resumed.returned) == (whole.evicted, whole.returned)
+
+
+def test_windows_of_a_long_file_are_cut_alike(tmp_path):
+    """A plain file longer than a window is cut into windows of about equal size (its rows
+    estimated from its head, not from the reader's blocks), not into full windows and what
+    remains: the window bound holds what the largest window needed."""
+    from svmtrain.solvers.online import _balanced_windows, _window_parts
+    path = _written(tmp_path, 30)                   # 73,200 rows, 3,000 sentences
+    size, max_rows = _balanced_windows(path, "consecutive", 100000, 20000)
+    assert size == 100000 and 18000 <= max_rows <= 19000    # four windows of 73,200 rows
+
+    def window_rows(rows_cap, block_bytes):
+        rows, n = [], 0
+        blocks = data.stream(path, block_bytes=block_bytes)
+        for part in _window_parts(data.whole_examples(blocks, "consecutive"), "consecutive",
+                                  size, rows_cap):
+            if part is None:
+                rows.append(n)
+                n = 0
+            else:
+                n += part.n_rows
+        return rows
+    before, cut = window_rows(20000, 1 << 16), window_rows(max_rows, 1 << 20)
+    assert len(before) == 4 and before[-1] < 0.7 * min(before[:-1])
+    assert sum(cut) == 73200 and len(cut) == 4 and min(cut) > 0.9 * max(cut)
+    assert cut == window_rows(max_rows, 1 << 16)          # whatever the reader's blocks
+    # a file the reader takes whole (below a MiB), standard input: the caps given
+    assert _balanced_windows(CONLL, "consecutive", 100000, 500) == (100000, 500)
+    assert _balanced_windows("-", "consecutive", 100000, 500) == (100000, 500)

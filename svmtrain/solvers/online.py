@@ -32,8 +32,9 @@ are cut by examples across the reader's blocks, so the model does not depend on 
 Windows. Alg. 2 assumes the examples come in no particular order; files often come sorted (runs of
 one label, drift). The file is read a window at a time, at most `shuffle_window` examples and
 `window_rows` rows of whole examples (sentences and queries stay whole; the row bound keeps a
-window's memory bounded however long its examples are), each visited in a random order fixed by
-(seed, pass, the window's first row). Before a window is let go its examples, still in memory, are
+window's memory bounded however long its examples are; a plain file longer than that is cut into
+windows of about equal size, estimated from its head: _balanced_windows), each visited in a random
+order fixed by (seed, pass, the window's first row). Before a window is let go its examples, still in memory, are
 looked at again under the current w (LaRank's process-old: an example that looked hard tends to
 stay hard, and its worst offender under the w of its first visit is not the one under the current
 w), until a sweep adds no constraint or after `window_looks` sweeps. An example pruned or never
@@ -264,6 +265,7 @@ define the problem; `train --warm-start STATE` continues from it exactly (a run 
 boundary resumes bit for bit; one cut inside a re-optimisation resumes from that feasible alpha).
 """
 
+import math
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -307,6 +309,7 @@ STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a blo
                                # window starts in); 8 MB was 31 MB of UD x4's heap peak, and 1 MB
                                # reads as fast
 TRIM_WINDOW_NNZ = 1 << 20       # non-zeros of a window after which the heap is trimmed
+HEAD_BYTES = 1 << 20           # the head of a file that estimates its rows (_balanced_windows)
 FOLD_PIECE = 1 << 13           # evicted constraints folded into w0 and kept (Folded.add) at a
                                # time
 REL_UNKNOWN = -2               # a term's row in its example, when a resume state did not know it
@@ -1200,6 +1203,9 @@ class OnlineDual:
         else:
             blocks = data.stream(self.path, zero_based=self.opt.zero_based,
                                  block_bytes=self.opt.block_bytes, progress=progress)
+        window_caps = (self.opt.shuffle_window, self.opt.window_rows)
+        if self.shuffles and own is None:
+            window_caps = _balanced_windows(self.path, self._grouping, *window_caps)
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
             blocks = prepare(blocks)
@@ -1226,11 +1232,11 @@ class OnlineDual:
             # compact (int32 columns, the reader's blocks let go) and go into the store as they
             # are cut (conll2000: the reader's blocks and the joined window, 32 bytes a non-zero,
             # were the peak of a one-pass run; see RowStore.pin)
-            parts = _window_parts(examples, grouping, self.opt.shuffle_window,
-                                  self.opt.window_rows, compact_values=self.task.compact_values)
+            parts = _window_parts(examples, grouping, *window_caps,
+                                  compact_values=self.task.compact_values)
             windows = iter(lambda: self.cache.store.pin(_one_window(parts)), None)
         else:
-            windows = _windows(examples, grouping, self.opt.shuffle_window, self.opt.window_rows)
+            windows = _windows(examples, grouping, *window_caps)
         for window in windows:
             if pinned:
                 if window.n_features > self.geometry.n_cols:    # every stored column is in w
@@ -2280,6 +2286,35 @@ def _compact(block, compact_values=False):
                      block.target, block.qid, block.cost, block.line, block.n_features, block.nbytes)
     data.narrow_row_arrays(out, compact_values, copy=True)
     return out
+
+
+def _balanced_windows(path, grouping, size, max_rows):
+    """(size, max_rows): the window caps that cut a plain file into windows of about equal size.
+    The number of windows is the file's at the caps given, its rows and examples estimated from
+    its size and its first MiB (data.head_counts: not from the reader's blocks, so that the model
+    does not depend on their size); the cap that sets it becomes that share of the estimate, at
+    most the cap given (an estimate a little low leaves a small last window, as before). Without
+    it the last window is what remains (UD English EWT written 4 times: three windows of 250,000
+    rows and one of 68,308), and the others are larger than they need be: the window bound holds
+    what the largest window's constraints needed. Other sources keep the caps given."""
+    file_bytes = data.plain_size(path)
+    if file_bytes is None or file_bytes <= HEAD_BYTES:     # (a file read whole is not scaled)
+        return size, max_rows
+    head_bytes, rows, runs = data.head_counts(path, HEAD_BYTES)
+    if head_bytes <= 0 or head_bytes >= file_bytes or rows == 0:
+        return size, max_rows
+    scale = file_bytes / head_bytes
+    rows_est = rows * scale
+    examples_est = (rows if grouping == "row" else runs) * scale
+    by_rows, by_examples = math.ceil(rows_est / max_rows), math.ceil(examples_est / size)
+    n = max(by_rows, by_examples)
+    if n <= 1:
+        return size, max_rows
+    if by_rows >= by_examples:
+        max_rows = min(max_rows, math.ceil(rows_est / n))
+    else:
+        size = min(size, math.ceil(examples_est / n))
+    return size, max_rows
 
 
 def _window_parts(blocks, grouping, size, max_rows, compact_values=None):
