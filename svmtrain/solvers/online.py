@@ -184,14 +184,17 @@ however long the file, and returns nothing within a pass. A file of one window h
 window: its runs are those without a bound, bit for bit. Each term's row in its example (`rel`),
 which an evicted support vector needs to come back, is taken from the first window's rows when
 the second is read (`row_pos`), not kept from the start: on UD English EWT once it would cost
-4 bytes a term for nothing. Measured, one pass at C 0.1, seed 1 (CPU s / peak RSS / certified gap):
-    - UD English EWT written 4 times: 128-157 s / 168-170 MB / 0.0737, against 324 s / 241 MB /
-      0.017 without a bound; two passes 247 s / 175 MB / 5.0e-3. The bound settled at 33.6 MB
-      (the file once, one window, needs 26.2 MB and 138 MB);
-    - written 8 times: 245 s / 173 MB / 0.0914, against 895 s / 354 MB / 0.0151 without a bound;
-    - (the CPU ranges: runs beside the test suite or another run.) At glibc's 4 MB mmap threshold
-      (the one-window default, for speed) the file written 4 and 8 times peaked at 183-191 MB;
-      the pipeline sets 1 MB once the bound evicts (`window_bound_mmap`), as under a limit;
+4 bytes a term for nothing. Measured, one pass at C 0.1, seed 1 (CPU s / peak RSS / certified gap;
+the windows of equal size, _balanced_windows):
+    - UD English EWT written 4 times (4 windows): 138 s / 158 MB / 0.0599, against 324 s / 241 MB
+      / 0.017 without a bound; two passes 234 s / 165 MB / 4.8e-3. The bound settled at 28.3 MB
+      (the file once, one window, needs 26.2 MB and 138-142 MB: x4 takes 14% more, its w0, the
+      kept codes of evicted support vectors and each term's row in its example);
+    - written 8 times (7 windows of 234,000 rows): 251 s / 169 MB / 0.0871, against 895 s /
+      354 MB / 0.0151 without a bound;
+    - at glibc's 4 MB mmap threshold (the one-window default, for speed) the file written 4 and
+      8 times peaked 15-20 MB higher (183-191 MB, windows of 250,000 rows); the pipeline sets
+      1 MB once the bound evicts (`window_bound_mmap`), as under a limit;
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
