@@ -2303,7 +2303,10 @@ def _balanced_windows(path, grouping, size, max_rows):
     file_bytes = data.plain_size(path)
     if file_bytes is None or file_bytes <= HEAD_BYTES:     # (a file read whole is not scaled)
         return size, max_rows
-    head_bytes, rows, runs = data.head_counts(path, HEAD_BYTES)
+    try:
+        head_bytes, rows, runs = data.head_counts(path, HEAD_BYTES)
+    except OSError:             # (gone since: the reader says so, at its first block)
+        return size, max_rows
     if head_bytes <= 0 or head_bytes >= file_bytes or rows == 0:
         return size, max_rows
     scale = file_bytes / head_bytes
