@@ -711,10 +711,7 @@ class Folded:
         the window bound evicts a window's support vectors at once, and their terms copied whole
         (and their rows in their example, as int64) were 35 MB of the heap peak of UD English
         EWT written 4 times."""
-        which = np.flatnonzero(mask)
-        for first in range(0, len(which), FOLD_PIECE):
-            piece = np.zeros(len(mask), bool)
-            piece[which[first:first + FOLD_PIECE]] = True
+        for piece in _pieces(mask, FOLD_PIECE):
             self._add(cache, piece, alpha, coder)
 
     def _add(self, cache, mask, alpha, coder):
@@ -1056,9 +1053,8 @@ class OnlineDual:
         # the window bound (opt.window_bound): bytes, set when the first window is let go; it
         # evicts once the cache knows each term's row in its example (cache.rel), from the second
         # window of the first pass on (row_pos carries what the first window's rows were to it)
-        self.auto_bound = (opt.window_bound and opt.cache_limit is None
-                           and opt.cache_limit_bytes is None)
         self.window_bound = None
+        self.window_caps = None         # (examples, rows) a window holds at most (_chunks)
         self.row_pos = None
         self.qids_done = set()          # ranking: the queries met in this pass (a query is one
                                         # int per query: small next to the data)
@@ -1206,9 +1202,11 @@ class OnlineDual:
         else:
             blocks = data.stream(self.path, zero_based=self.opt.zero_based,
                                  block_bytes=self.opt.block_bytes, progress=progress)
-        window_caps = (self.opt.shuffle_window, self.opt.window_rows)
-        if self.shuffles and own is None:
-            window_caps = _balanced_windows(self.path, self._grouping, *window_caps)
+        if self.window_caps is None:        # (once a run: the file's head is read for it)
+            self.window_caps = (self.opt.shuffle_window, self.opt.window_rows)
+            if self.shuffles and own is None:
+                self.window_caps = _balanced_windows(self.path, self._grouping, *self.window_caps)
+        window_caps = self.window_caps
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
             blocks = prepare(blocks)
@@ -1643,20 +1641,20 @@ class OnlineDual:
         Under the window bound, the examples `protect` (first global id, count; default: the
         window being looked at) are not evicted: only earlier windows' constraints are."""
         f, bound = self.folded, self.opt.cache_limit_bytes
-        keep = None
+        spared = None
         if self._window_bounding:
             bound = self.window_bound
             first, n = protect or (self.examples_done, self.window_examples)
-            keep = (self.cache.cons.group >= first) & (self.cache.cons.group < first + n)
+
+            def spared():
+                group = self.cache.cons.group
+                return (group >= first) & (group < first + n)
         if bound is None:
             self._evict(None)
         else:
             for _ in range(8):      # an eviction adds to the fold: a few rounds at most
-                if not self._evict(bound - f.nbytes, keep):
+                if not self._evict(bound - f.nbytes, spared and spared()):
                     break           # nothing left that may go (the window's own)
-                if keep is not None:
-                    keep = ((self.cache.cons.group >= first)
-                            & (self.cache.cons.group < first + n))
                 if f.nbytes > bound // 2:
                     self._freeze_oldest(bound // 2)
                 if self.cache.nbytes + f.nbytes <= bound:
@@ -1667,7 +1665,9 @@ class OnlineDual:
     def _window_bounds(self):
         """Whether the window bound applies: no limit was set, and evicted support vectors can
         come back (examples whole in one place of the file, rows the file's) and fold into w0."""
-        return (self.auto_bound and self.shuffles and not self._keyed and not self.controlled
+        opt = self.opt
+        return (opt.window_bound and opt.cache_limit is None and opt.cache_limit_bytes is None
+                and self.shuffles and not self._keyed and not self.controlled
                 and self._nonneg() is None)
 
     @property
@@ -1754,14 +1754,10 @@ class OnlineDual:
             # w stays; w0 takes what the evicted support vectors put in it: the alphas are those
             # of before, a feasible point, so LB stays a true lower bound and the model does not
             # move
-            which = np.flatnonzero(support)
-            for first in range(0, len(which), FOLD_PIECE):
+            for piece in _pieces(support, FOLD_PIECE):
                 # a piece at a time (the window bound evicts a window's support vectors at once:
                 # their terms copied whole were 20 MB of UD written 4 times' heap peak)
-                piece = np.zeros(c.size, bool)
-                piece[which[first:first + FOLD_PIECE]] = True
                 self._fold_into_w0(c.alpha[piece], c.cons.select(piece))
-            del which, piece
             self._fold_ids(c.cons.group[support], c.alpha[support])
             self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
             if c.rel is not None:
@@ -2030,7 +2026,7 @@ class OnlineDual:
         self.resume_window_row = np.asarray(s["store_window_row"], np.int64)
         self.cache = Cache(cons, s["C"], s["alpha"], np.zeros(cons.size), s["age"], s["idle"], store)
         bound = int(s.get("window_bound", -1))
-        self.window_bound = None if bound < 0 or not self.auto_bound else bound
+        self.window_bound = None if bound < 0 or not self._window_bounds else bound
         rel_kept = bool(s.get("rel_kept", False))
         if rel_kept and self._window_bounds:
             self._bounded_allocation()
@@ -2149,6 +2145,15 @@ def _rows_in_examples(cons, starts, n_rows):
     row = np.asarray(cons.term_row, np.int64)
     first = starts[np.repeat(cons.group, np.diff(cons.tptr))]
     return np.where(row < n_rows, row - first, -1).astype(np.int32)
+
+
+def _pieces(mask, size):
+    """Masks of the True entries of `mask`, `size` of them at a time, in order."""
+    which = np.flatnonzero(mask)
+    for first in range(0, len(which), size):
+        piece = np.zeros(len(mask), bool)
+        piece[which[first:first + size]] = True
+        yield piece
 
 
 def _row_positions(store, starts):
