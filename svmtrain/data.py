@@ -277,9 +277,12 @@ def whole_examples(blocks, grouping):
             tail = None
         changes = np.flatnonzero(block.qid[k + 1:] != block.qid[k:-1])
         start = k + int(changes[-1]) + 1 if len(changes) else k
-        if start > k:
-            yield block.rows(k, start)
+        whole = [block.rows(k, start)] if start > k else []
         tail, block = block.rows(start, block.n_rows).copy(), None
+        if whole:
+            # (handed out, not held here: a consumer that pauses at it, such as the online-dual
+            # mode at the end of a window, copies what it keeps and lets the reader's block go)
+            yield whole.pop()
     if tail is not None:
         yield tail
 
@@ -380,7 +383,9 @@ def head_counts(path, nbytes: int = 1 << 20):
     rows = runs = 0
     last = None
     qid = re.compile(rb"\sqid:(\S+)")
-    for line in head.splitlines():
+    # a line at a time (io.BytesIO), not all of them listed (splitlines): their objects, made at
+    # once, spread over allocator arenas that a long-lived object then kept (1 MB through a run)
+    for line in io.BytesIO(head):
         line = line.strip()
         if not line or line.startswith(b"#"):
             continue

@@ -193,6 +193,54 @@ def test_row_store_compaction_keeps_rows():
     assert store.data.tolist() == [3.0, 4.0, 5.0, 6.0] and store.refs.tolist() == [1, 1]
 
 
+def test_row_store_positions_follow_their_rows():
+    """Once tracked, each row's row in its example moves with the row through a compaction; rows
+    added without one are -1 (kept by value when their constraint is evicted)."""
+    store = RowStore()
+    indptr = np.array([0, 2, 3, 6, 7]); indices = np.array([0, 4, 1, 0, 2, 3, 5]); vals = np.arange(1.0, 8.0)
+    assert store.positions is None
+    store.track_positions()
+    ids = store.add(indptr, indices, vals, np.arange(4))
+    assert store.positions.tolist() == [-1, -1, -1, -1]
+    store.set_positions(ids, [0, 1, 0, 2])
+    term_row = ids[[1, 3, 3]].copy()
+    store.hold(term_row)
+    renumbered = store.compact(term_row, force=True)
+    assert store.n_rows == 2 and store.positions.tolist() == [1, 2]
+    assert store.positions[renumbered].tolist() == [1, 2, 2]
+    assert store.add(indptr, indices, vals, np.array([0])).tolist() == [2]
+    assert store.positions.tolist() == [1, 2, -1]
+
+
+def test_a_window_that_ends_inside_a_block_lets_the_block_go():
+    """While a window is looked at (its parts handed out, None after them), nothing holds the
+    reader's block the window ended in: the rows after it, which start the next window, are a
+    copy of their own."""
+    import gc
+    import weakref
+    from svmtrain.solvers.online import _checked, _window_parts
+    for compact in (None, False):
+        read = []
+
+        def reader():           # one block of five sentences of two rows, as the reader's
+            block = data.Block(np.arange(11, dtype=np.int64), np.arange(10, dtype=np.int32),
+                               np.ones(10), np.zeros(10), np.repeat(np.arange(5), 2).astype(np.int64),
+                               np.ones(10), np.arange(1, 11), 10, 100)
+            read.append(weakref.ref(block.indices))
+            handed, block = [block], None
+            yield handed.pop()
+
+        parts = _window_parts(_checked(data.whole_examples(reader(), "consecutive"), "x", False),
+                              "consecutive", 2, 10 ** 6, compact_values=compact)
+        window = [next(parts), next(parts)]
+        assert window[1] is None and window[0].n_rows == 4          # two sentences of two rows
+        window = None
+        gc.collect()
+        assert read[0]() is None                                    # the block is let go
+        rest = [None if p is None else p.n_rows for p in parts]
+        assert rest == [4, None, 2, None]
+
+
 @pytest.mark.parametrize("piece", [1, 7, 1 << 20])
 def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(monkeypatch, piece):
     """The kept rows move down in place (a piece of non-zeros at a time), the same rows in the

@@ -659,7 +659,7 @@ def test_a_run_with_evicted_support_vectors_resumes_bit_for_bit(tmp_path):
     old["version"] = np.array(8)
     loaded = load_state(old, fields)
     again = OnlineDual(task, CONLL, opt, loaded)
-    assert again.folded.size == 0 and np.all(again.cache.rel == -2)
+    assert again.folded.size == 0 and np.all(again.cache.store.positions == -2)
     assert again.run().dual <= _optimum("sequence", CONLL, 0.1)
 
 
@@ -786,8 +786,8 @@ def test_windows_of_a_long_file_are_cut_alike(tmp_path):
     remains: the window bound holds what the largest window needed."""
     from svmtrain.solvers.online import _balanced_windows, _window_parts
     path = _written(tmp_path, 30)                   # 73,200 rows, 3,000 sentences
-    size, max_rows = _balanced_windows(path, "consecutive", 100000, 20000)
-    assert size == 100000 and 18000 <= max_rows <= 19000    # four windows of 73,200 rows
+    size, max_rows, windows = _balanced_windows(path, "consecutive", 100000, 20000)
+    assert size == 100000 and 18000 <= max_rows <= 19000 and windows == 4    # of 73,200 rows
 
     def window_rows(rows_cap, block_bytes):
         rows, n = [], 0
@@ -805,5 +805,5 @@ def test_windows_of_a_long_file_are_cut_alike(tmp_path):
     assert sum(cut) == 73200 and len(cut) == 4 and min(cut) > 0.9 * max(cut)
     assert cut == window_rows(max_rows, 1 << 16)          # whatever the reader's blocks
     # a file the reader takes whole (below a MiB), standard input: the caps given
-    assert _balanced_windows(CONLL, "consecutive", 100000, 500) == (100000, 500)
-    assert _balanced_windows("-", "consecutive", 100000, 500) == (100000, 500)
+    assert _balanced_windows(CONLL, "consecutive", 100000, 500) == (100000, 500, None)
+    assert _balanced_windows("-", "consecutive", 100000, 500) == (100000, 500, None)
