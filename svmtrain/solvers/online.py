@@ -133,7 +133,8 @@ next is read, so the cache owns a `RowStore`:
     - every generator on the way lets a block go before the next is read, and a resume state holds
       only the rows in use, each with its row in the window (`RowStore.saved`).
 On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack holds, and the
-peak is n-slack's within 3-16%. No schedule gets far below it on such a file: at the heap peak of
+peak is n-slack's within 1-2% (the heap trimmed before each re-optimisation; in the same runs UD
+135.9 against 132.7 MB, conll2000 148.3 against 146.5 MB). No schedule gets far below it on such a file: at the heap peak of
 n-slack on UD English EWT (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens'
 per-row arrays 6.5, now 2 in their narrow types) and the rest the dual state both modes hold (the
 cache's terms 26.3, the engine over them 20.1, w 16.0); a schedule holding none of the data would
@@ -181,20 +182,23 @@ vectors, into w0, kept to come back in the next pass), and the window being look
 touched: its support vectors would come back at its next sweep. A window whose own constraints
 need more raises the bound when it is let go. So the cache holds about one window's constraints
 however long the file, and returns nothing within a pass. A file of one window has no earlier
-window: its runs are those without a bound, bit for bit. Each term's row in its example (`rel`),
-which an evicted support vector needs to come back, is taken from the first window's rows when
-the second is read (`row_pos`), not kept from the start: on UD English EWT once it would cost
-4 bytes a term for nothing. Measured, one pass at C 0.1, seed 1 (CPU s / peak RSS / certified gap;
-the windows of equal size, _balanced_windows):
-    - UD English EWT written 4 times (4 windows): 138 s / 158 MB / 0.0599, against 324 s / 241 MB
-      / 0.017 without a bound; two passes 234 s / 165 MB / 4.8e-3. The bound settled at 28.3 MB
-      (the file once, one window, needs 26.2 MB and 138-142 MB: x4 takes 14% more, its w0, the
-      kept codes of evicted support vectors and each term's row in its example);
-    - written 8 times (7 windows of 234,000 rows): 251 s / 169 MB / 0.0871, against 895 s /
+window: its runs are those without a bound, bit for bit. Each row's row in its example
+(RowStore.positions), which an evicted support vector needs to come back, is taken from the first
+window's rows when the second is read (`row_pos`), not kept from the start (on a file of one window
+it would be kept for nothing), and then kept a store row, not a cached term (UD English EWT
+written 4 times: about 1 MB where it was 5.3). Measured, one pass at C 0.1, seed 1 (CPU s / peak
+RSS / certified gap; the windows of equal size, _balanced_windows; the heap trimmed before each
+re-optimisation):
+    - UD English EWT written 4 times (4 windows): 148-153 s / 149.5-149.9 MB / 0.0443, against
+      324 s / 241 MB / 0.017 without a bound; two passes 239 s / 154.5 MB / 4.8e-3. The bound
+      settled at 28.3 MB. The file once (one window) takes 132.5-135.9 MB: x4 takes 10-13% more,
+      its w0, the kept evicted support vectors and the earlier windows' rows still in use;
+    - written 8 times (7 windows of 234,000 rows): 292 s / 161.8 MB / 0.0701, against 895 s /
       354 MB / 0.0151 without a bound;
     - at glibc's 4 MB mmap threshold (the one-window default, for speed) the file written 4 and
       8 times peaked 15-20 MB higher (183-191 MB, windows of 250,000 rows); the pipeline sets
-      1 MB once the bound evicts (`window_bound_mmap`), as under a limit;
+      1 MB once the bound evicts (`window_bound_mmap`), from the first window when the file's
+      size says it has several, as under a limit;
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
