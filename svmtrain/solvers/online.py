@@ -399,7 +399,7 @@ class RowStore:
         """The pinned window's rows' places in their examples, which start at its rows `starts`."""
         if self._pos is not None:
             first, n = self.pinned
-            self._pos[first:first + n] = np.arange(n) - np.repeat(starts[:-1], np.diff(starts))
+            self._pos[first:first + n] = _places(starts)
 
     def _row_arrays(self):
         """The names of the per-row arrays besides the row pointers."""
@@ -759,7 +759,6 @@ class Folded:
     def _add(self, cache, mask, alpha, coder):
         cons, store = cache.cons, cache.store
         part = cons.select(mask)
-        terms = np.repeat(mask, np.diff(cons.tptr))
         rel = store.positions[part.term_row].astype(np.int64)
         cat = np.concatenate
         coded = None if coder is None else coder(part, rel)
@@ -1729,8 +1728,8 @@ class OnlineDual:
 
     @property
     def _window_bounding(self):
-        """Whether the window bound evicts now: set, and each cached term's row in its example
-        known (from the second window of the first pass on)."""
+        """Whether the window bound evicts now: set, and each store row's row in its example
+        known (RowStore.positions: from the second window of the first pass on)."""
         return (self.window_bound is not None and self.cache.store.positions is not None
                 and self._window_bounds)
 
@@ -2226,8 +2225,13 @@ def _row_positions(store, starts):
     start at its rows `starts`), so that a term's row in its example is row_pos[term_row]."""
     pos = np.full(store.n_rows, -1, np.int32)
     first, n = store.pinned
-    pos[first:first + n] = np.arange(n) - np.repeat(starts[:-1], np.diff(starts))
+    pos[first:first + n] = _places(starts)
     return pos
+
+
+def _places(starts):
+    """Each row's row in its example, for examples that start at rows `starts`."""
+    return np.arange(starts[-1]) - np.repeat(starts[:-1], np.diff(starts))
 
 
 def _moved(row_pos, moved):
