@@ -13,7 +13,6 @@ of each 5-epoch BSCA / BSGD model (P(w~), D(alpha) with the exact kernel) is in 
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np

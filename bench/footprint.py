@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import BIN, ROOT, Skip, Table, fr, fs, pinned_env
+from _common import BIN, ROOT, Table, fr, fs, pinned_env
 from taskbench import _RSS_WRAPPER
 
 CRFPEER = Path(__file__).resolve().parent / "crfpeer.py"

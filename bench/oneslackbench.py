@@ -6,7 +6,6 @@ Every run is the CLI in a fresh process, as in the `tasks` group (taskbench.run_
 is the solver clock at the last trace line, figures from the summary line and the model.
 """
 
-import math
 import os
 import re
 import tempfile

@@ -383,9 +383,9 @@ def curve_child(args):
     of verify-bound, not timed) and the test accuracy (not timed). Prints JSON: per pass the
     training seconds so far, the gap, the cache (constraints, bytes) and the process's peak RSS."""
     import resource
-    import numpy as np
     from svmtrain import data, objective
-    from svmtrain.solvers.online import OnlineDual, OnlineOptions, streaming_task
+    from svmtrain.solvers.online import OnlineDual, OnlineOptions
+    from svmtrain.solvers.online_reading import streaming_task
     from svmtrain.tasks import task_class
 
     task = streaming_task(task_class(args["task"]), args["train"], {})

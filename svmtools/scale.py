@@ -59,7 +59,7 @@ import click
 
 from svmtrain.cli.options import InputError, data_path, quiet_option, user_errors
 
-__all__ = ["Ranges", "read_ranges", "ranges_text", "scan", "scale_block", "scale"]
+__all__ = ["Ranges", "read_ranges", "ranges_text", "scan", "scale"]
 
 # rows of one output chunk times its dense columns (features whose zero maps to nonzero)
 _DENSE_CELLS = 1 << 22
@@ -321,7 +321,6 @@ class _Writer:
         return self.target_fmt(v)
 
     def lines(self, block) -> str:
-        np = self.np
         out = []
         step = max(1, _DENSE_CELLS // max(len(self.dense), 1))
         for start in range(0, block.n_rows, step):
@@ -526,7 +525,6 @@ def _two_passes(path, output, lower, upper, y_limits, standardize, save, digits,
 
 
 def _one_pass(path, output, ranges, digits, restore):
-    import numpy as np
     from svmtrain import data
     from svmtrain.atomic import atomic_output
 

@@ -78,7 +78,7 @@ class TrainingRun:
 
 def state_mode(path):
     """The mode of a --warm-start state file and, for an online-dual state, its arrays."""
-    from svmtrain.solvers.online import StateError, read_state
+    from svmtrain.solvers.online_state import StateError, read_state
     try:
         arrays = read_state(path)
     except StateError as e:
@@ -347,8 +347,9 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     from svmtrain.solvers import SOLVERS
     from svmtrain.memory import (BOUNDED_WINDOWS_MMAP_THRESHOLD, STREAM_MMAP_THRESHOLD,
                                  WINDOWS_MMAP_THRESHOLD, fix_mmap_threshold)
-    from svmtrain.solvers.online import (OnlineOptions, StateError, load_state, problem_fields,
-                                         save_state, streaming_task, structured)
+    from svmtrain.solvers.online import OnlineOptions, structured
+    from svmtrain.solvers.online_reading import streaming_task
+    from svmtrain.solvers.online_state import StateError, load_state, problem_fields, save_state
     from svmtrain.tasks import task_class
     import contextlib
     import json

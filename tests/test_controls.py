@@ -726,7 +726,7 @@ def test_cached_constraints_are_rebuilt_exactly_with_new_tags_and_features(tmp_p
         task = task_class("sequence").from_training_data(b, str(path))
         g = Geometry(b.n_features, None)
         side[name] = (b, task, g, task.problem(b, str(path), 1.0, g))
-    (ob, ot, og, op), (nb, nt, ng, np_) = side["old"], side["new"]
+    (_, ot, og, op), (nb, nt, ng, np_) = side["old"], side["new"]
     assert (ot.K, og.width) != (nt.K, ng.width)           # both grew
     new = st.start_cache(1.0, nb, layout_crc(nt, None, Controls()), ng.n_cols, ng.width, nt.labels)
     c = st.cache

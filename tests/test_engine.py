@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import minimize
 
 from svmtrain._engine import DualCD
 from svmtrain.engine import ConstraintCache, relative_gap, solve

@@ -1,6 +1,5 @@
 """Latent structural SVMs by CCCP (svmtrain.solvers.latent) on the mixture-of-templates example."""
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 

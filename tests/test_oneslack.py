@@ -221,7 +221,6 @@ def test_ranking_plane_equals_the_sum_over_violated_pairs():
 def _scaled(src, out, factor=None):
     """A copy of an svmlight file with every feature value divided by its column's max |value|
     (or by `factor`)."""
-    X, y = None, []
     rows = []
     for line in open(src):
         parts = line.split()

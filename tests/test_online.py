@@ -17,7 +17,9 @@ from click.testing import CliRunner
 from svmtrain import data, interrupt, objective
 from svmtrain.cli import main
 from svmtrain.model import read_model
-from svmtrain.solvers.online import OnlineDual, OnlineOptions, RowStore, streaming_task
+from svmtrain.solvers.online import OnlineDual, OnlineOptions
+from svmtrain.solvers.online_reading import streaming_task
+from svmtrain.solvers.online_store import RowStore
 from svmtrain.tasks import task_class
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -218,7 +220,7 @@ def test_a_window_that_ends_inside_a_block_lets_the_block_go():
     copy of their own."""
     import gc
     import weakref
-    from svmtrain.solvers.online import _checked, _window_parts
+    from svmtrain.solvers.online_reading import _checked, _window_parts
     for compact in (None, False):
         read = []
 
@@ -246,9 +248,9 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
     """The kept rows move down in place (a piece of non-zeros at a time), the same rows in the
     same order as a fresh store of them; the arrays are then cut to the rows and the spare,
     except one a block still refers to, which stays whole and unharmed."""
-    from svmtrain.solvers import online
-    monkeypatch.setattr(online, "COMPACT_PIECE", piece)
-    monkeypatch.setattr(online, "STORE_SPARE", (5, 20))
+    from svmtrain.solvers import online_store
+    monkeypatch.setattr(online_store, "COMPACT_PIECE", piece)
+    monkeypatch.setattr(online_store, "STORE_SPARE", (5, 20))
     rng = np.random.default_rng(piece)
     n = 300
     lengths = rng.integers(0, 9, n)
@@ -270,7 +272,7 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
         assert store.indices.tolist() == fresh.indices.tolist() and store.data.tolist() == fresh.data.tolist()
         assert np.array_equal(live[renumbered], term_row)           # each term on its own row again
         assert store.refs.tolist() == np.bincount(renumbered, minlength=len(live)).tolist()
-        spare_rows, spare_nnz = online.STORE_SPARE
+        spare_rows, spare_nnz = online_store.STORE_SPARE
         assert len(store._indptr) == store.n_rows + 1 + spare_rows
         if held:        # a view of the old array: not cut under it (its leading rows moved)
             assert len(store._data) == len(before) and len(view) == len(before)
@@ -312,7 +314,7 @@ def test_row_store_keeps_narrow_values_until_rows_that_are_not_come():
 def test_a_window_part_keeps_narrow_values_for_a_task_that_reads_them():
     """online-dual's window parts (the pinned store's rows) take the narrowest exact type of their
     values where the task reads it (the sequence task): bytes, float32; else their float64 copy."""
-    from svmtrain.solvers.online import _compact
+    from svmtrain.solvers.online_reading import _compact
     from svmtrain.tasks.sequence import Sequence
     assert Sequence.compact_values and not task_class("binary").compact_values
     ones = data.Block(np.array([0, 2, 3]), np.array([0, 4, 1]), np.array([1.0, 2.0, 1.0]),
@@ -405,7 +407,7 @@ def test_sigint_writes_a_valid_model_and_resume_matches(runner, a9a_full, tmp_pa
 def test_resume_at_a_chunk_boundary_is_bit_for_bit(a9a5k, tmp_path, window):
     """Stopped between chunks, saved, loaded and continued: the very model of an uninterrupted run
     (in file order, and inside a shuffle window's first visit or its looks)."""
-    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    from svmtrain.solvers.online_state import load_state, problem_fields, read_state, save_state
     task = streaming_task(task_class("binary"), str(a9a5k), {})
     opt = OnlineOptions(C=1.0, bias=1.0, epsilon=1e-3, seed=3, passes=2, chunk=300, block_bytes=5000,
                         shuffle_window=window)

@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from svmtrain import data, interrupt, objective
 from svmtrain.cli import main
 from svmtrain.model import read_model
-from svmtrain.solvers.online import (OnlineDual, OnlineOptions, load_state, problem_fields,
-                                     read_state, save_state, streaming_task)
+from svmtrain.solvers.online import OnlineDual, OnlineOptions
+from svmtrain.solvers.online_reading import streaming_task
+from svmtrain.solvers.online_state import load_state, problem_fields, read_state, save_state
 from svmtrain.tasks import task_class
 from svmtrain.tasks.base import Geometry
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from svmtrain import data, objective
-from svmtrain.solvers.online import (OnlineDual, OnlineOptions, StateError, _rechunk, structured,
-                                     _windows, streaming_task)
+from svmtrain.solvers.online import OnlineDual, OnlineOptions, structured
+from svmtrain.solvers.online_reading import _rechunk, _windows, streaming_task
+from svmtrain.solvers.online_state import StateError
 from svmtrain.tasks import task_class
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,7 +80,7 @@ def _stopped_and_saved(task, task_name, path, opt, tmp_path, stop):
     save the resume state and read it back: (the stopped solver, its result, the state, fields)."""
     from svmtrain import interrupt
     import signal
-    from svmtrain.solvers.online import load_state, problem_fields, read_state, save_state
+    from svmtrain.solvers.online_state import load_state, problem_fields, read_state, save_state
     probe = OnlineDual(task, path, opt)
 
     def watch(record):
@@ -277,10 +278,10 @@ def test_a_window_s_parts_go_into_the_store_as_they_are_cut(monkeypatch):
     window is never held twice (its parts beside their copy), and the model is the same as with
     the window in one block."""
     import weakref
-    from svmtrain.solvers import online
+    from svmtrain.solvers import online_reading, online_store
     parts = []                    # weak references to every part cut
     most = []
-    compact, add = online._compact, online.RowStore.add
+    compact, add = online_reading._compact, online_store.RowStore.add
 
     def compacted(block, compact_values=False):
         part = compact(block, compact_values)
@@ -290,8 +291,8 @@ def test_a_window_s_parts_go_into_the_store_as_they_are_cut(monkeypatch):
     def added(store, *args, **kwargs):
         most.append(sum(ref() is not None for ref in parts))
         return add(store, *args, **kwargs)
-    monkeypatch.setattr(online, "_compact", compacted)
-    monkeypatch.setattr(online.RowStore, "add", added)
+    monkeypatch.setattr(online_reading, "_compact", compacted)
+    monkeypatch.setattr(online_store.RowStore, "add", added)
     task = streaming_task(task_class("sequence"), CONLL, {})
     ws = []
     for block_bytes in (2000, 8 << 20):
@@ -328,15 +329,15 @@ def test_a_store_compacted_inside_a_window_changes_nothing_and_holds_the_window_
     """A compaction while a window is pinned moves its rows down with the others: the sweeps then
     take their chunks from the new arrays (a block over the old ones would hold the window twice),
     and the run is the one without compactions, bit for bit."""
-    from svmtrain.solvers import online
+    from svmtrain.solvers import online, online_store
     task = streaming_task(task_class("multiclass"), os.path.join(REPO, "data",
                                                                  "pendigits_scale.train.sample"), {})
     path = os.path.join(REPO, "data", "pendigits_scale.train.sample")
     opt = OnlineOptions(C=1.0, bias=None, epsilon=1e-3, seed=5, chunk=40, shuffle_window=300,
                         keep_rounds=1)          # pruning often: keep() compacts often
     plain = OnlineDual(task, path, opt).run()
-    compact = online.RowStore.compact
-    monkeypatch.setattr(online.RowStore, "compact",
+    compact = online_store.RowStore.compact
+    monkeypatch.setattr(online_store.RowStore, "compact",
                         lambda self, term_row, force=False: compact(self, term_row, force=True))
     taken = []
     take = online._take_examples
@@ -356,13 +357,13 @@ def test_a_store_grown_inside_a_window_holds_the_window_once(monkeypatch):
     """Rows added beyond a pinned window (the sequence task's unit rows) grow the store's arrays
     by a copy: the sweeps then take their chunks from the new arrays, and the old ones go (a
     block over them held them), with the same model."""
-    from svmtrain.solvers import online
+    from svmtrain.solvers import online, online_store
     task = streaming_task(task_class("sequence"), CONLL, {})
     opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=1, chunk=10, window_rows=1000)
     plain = OnlineDual(task, CONLL, opt).run()
-    monkeypatch.setattr(online, "STORE_SPARE", (2, 8))        # every add beyond the window grows
+    monkeypatch.setattr(online_store, "STORE_SPARE", (2, 8))  # every add beyond the window grows
     taken, grew = [], []
-    take, room = online._take_examples, online._room
+    take, room = online._take_examples, online_store._room
 
     def watch(block, starts, which):
         taken.append(np.shares_memory(block.data, solver.cache.store._data))
@@ -373,7 +374,7 @@ def test_a_store_grown_inside_a_window_holds_the_window_once(monkeypatch):
         grew.append(solver.cache.store.pinned is not None and out is not a)
         return out
     monkeypatch.setattr(online, "_take_examples", watch)
-    monkeypatch.setattr(online, "_room", count)
+    monkeypatch.setattr(online_store, "_room", count)
     solver = OnlineDual(task, CONLL, opt)
     grown = solver.run()
     assert sum(grew) > 3 and all(taken)
@@ -433,7 +434,7 @@ def test_a_sparse_w0_takes_a_fold_as_a_dense_one_does():
     (columns met by several terms and by the bias, a fold and its return cancelling to zeros,
     which are dropped)."""
     from svmtrain._oneslack import accumulate_plane, plane_entries
-    from svmtrain.solvers.online import SparseW0
+    from svmtrain.solvers.online_store import SparseW0
     rng = np.random.default_rng(3)
     n_rows, n_cols, stride, n_terms = 40, 30, 3, 200
     lengths = rng.integers(0, 8, n_rows)
@@ -474,7 +475,7 @@ def test_a_sparse_w0_takes_a_fold_as_a_dense_one_does():
 def test_w0_is_held_in_the_smaller_of_its_two_forms():
     """w0 as its non-zeros takes 12 bytes an entry, as a vector 8: a vector above two thirds of
     non-zeros, the non-zeros below one third, as it was between (no flip-flopping)."""
-    from svmtrain.solvers.online import SparseW0
+    from svmtrain.solvers.online_store import SparseW0
     n = 300
     mostly = np.where(np.arange(n) % 10 < 8, 1.5, 0.0)
     assert SparseW0.of(mostly).full is not None
@@ -546,7 +547,7 @@ def test_eviction_counts_the_bytes_the_bound_counts():
     """The bytes eviction expects the kept constraints to hold (_kept_bytes) are the bytes the
     bound then counts (Cache.nbytes): counted otherwise (12 bytes a row entry, where a sequence
     store holds 5), eviction went further below the bound than it was asked to."""
-    from svmtrain.solvers.online import _kept_bytes
+    from svmtrain.solvers.online_store import _kept_bytes
     solver = OnlineDual(*_sequence_in_bytes(60_000, passes=1))
     seen = []
 
@@ -584,7 +585,7 @@ def test_the_bound_holds_before_the_next_window_is_read(monkeypatch):
     """A let-go window's rows still in use count against a byte bound: the cache is brought
     within it before the next window is read, not after that window's first chunk (else the old
     window's rows are held beside the new one)."""
-    from svmtrain.solvers.online import RowStore
+    from svmtrain.solvers.online_store import RowStore
     limit = 60_000
     solver = OnlineDual(*_sequence_in_bytes(limit, passes=1))
     held = []
@@ -619,7 +620,7 @@ def test_a_run_under_a_byte_bound_resumes_bit_for_bit(tmp_path):
 def _refuses_broken_kept_terms(state, fields, cases):
     """Each (key, breakage) of the evicted support vectors' kept terms makes load_state refuse
     the state (an empty array is skipped: the sequence task keeps codes, not terms)."""
-    from svmtrain.solvers.online import load_state
+    from svmtrain.solvers.online_state import load_state
     for key, broken in cases:
         if not len(state[key]):
             continue
@@ -630,7 +631,7 @@ def _refuses_broken_kept_terms(state, fields, cases):
 def test_a_run_with_evicted_support_vectors_resumes_bit_for_bit(tmp_path):
     """The evicted support vectors (w0, their margin and mass) are in the resume state; a state
     whose w0 does not fit w is refused."""
-    from svmtrain.solvers.online import load_state
+    from svmtrain.solvers.online_state import load_state
     task = streaming_task(task_class("sequence"), CONLL, {})
     opt = OnlineOptions(C=0.1, bias=None, epsilon=1e-3, seed=2, chunk=10, window_rows=500,
                         cache_limit=150, passes=2)
@@ -654,7 +655,7 @@ def test_a_run_with_evicted_support_vectors_resumes_bit_for_bit(tmp_path):
         ("fold_codes", lambda a: a - 10 ** 12), ("fold_coded", lambda a: ~a),
         ("fold_group", lambda a: a + 10 ** 9), ("term_rel", lambda a: a[:-1])))
     # a state of the version before (no kept terms) still resumes; its evicted stay frozen
-    from svmtrain.solvers.online import _FOLD_KEYS
+    from svmtrain.solvers.online_state import _FOLD_KEYS
     old = {k: v for k, v in state.items() if k not in _FOLD_KEYS}
     old["version"] = np.array(8)
     loaded = load_state(old, fields)
@@ -784,7 +785,7 @@ def test_windows_of_a_long_file_are_cut_alike(tmp_path):
     """A plain file longer than a window is cut into windows of about equal size (its rows
     estimated from its head, not from the reader's blocks), not into full windows and what
     remains: the window bound holds what the largest window needed."""
-    from svmtrain.solvers.online import _balanced_windows, _window_parts
+    from svmtrain.solvers.online_reading import _balanced_windows, _window_parts
     path = _written(tmp_path, 30)                   # 73,200 rows, 3,000 sentences
     size, max_rows, windows = _balanced_windows(path, "consecutive", 100000, 20000)
     assert size == 100000 and 18000 <= max_rows <= 19000 and windows == 4    # of 73,200 rows

@@ -295,7 +295,7 @@ def test_narrowed_row_arrays_train_the_same_model(monkeypatch, tmp_path, mode):
 
 
 def test_an_online_window_part_is_narrow_and_its_own():
-    from svmtrain.solvers.online import _compact
+    from svmtrain.solvers.online_reading import _compact
     block = data.load(str(CONLL))
     for compact, types in ((True, (np.uint8, np.uint8, np.int32, np.int32)),
                            (False, (np.float64, np.float64, np.int64, np.int64))):

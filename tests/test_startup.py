@@ -49,6 +49,8 @@ def test_help_imports_no_numpy(args):
 def test_training_imports_only_its_mode(tmp_path):
     mods = _modules("train", "-q", os.path.join(DATA, "heart_scale"), str(tmp_path / "m"))
     for heavy in ("scipy", "dask", "distributed", "tqdm", "sklearn", "svmtrain.solvers.online",
+                  "svmtrain.solvers.online_store", "svmtrain.solvers.online_reading",
+                  "svmtrain.solvers.online_state",
                   "svmtrain.solvers.oneslack", "svmtrain.solvers.budgeted", "svmtrain._budget",
                   "svmtrain._oneslack", "svmtrain.distributed", "svmtrain.tasks.multiclass",
                   "concurrent.futures", "gzip", "bz2", "lzma"):

@@ -247,7 +247,7 @@ class Task(ABC):
         """Optional, for the online-dual mode under a cache limit: each of `cons` (constraints the
         cache evicts; `rel`: each term's row in its example, -1 past the data) as a short int64
         code from which `constraints_from_codes` rebuilds it when its example is read again, as
-        (code pointers, codes); None keeps their terms instead (svmtrain.solvers.online.Folded)."""
+        (code pointers, codes); None keeps their terms instead (svmtrain.solvers.online_store.Folded)."""
         return None
 
     def constraints_from_codes(self, problem, block, examples, cptr, codes):

@@ -137,7 +137,6 @@ class Sequence(LabelledTask):
         the peak of a training run. The store keeps int32 columns (a training file's columns are
         below MAX_FEATURES), which the engine, the oracle and the plane builder read in place: on
         UD English EWT's 3.1M nonzeros 12 MB less for the rows and no 12 MB copy in each engine."""
-        seq_ptr = sentences(block, path)
         indptr = np.append(block.indptr, block.indptr[-1] + 1)
         nnz = len(block.indices)
         indices = np.empty(nnz + 1, index_dtype(max(geometry.n_cols, 1)))
