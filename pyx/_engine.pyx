@@ -120,24 +120,30 @@ cdef struct Term:
     int32_t nnz
     int32_t bias_col     # stride * n_cols when the term carries the bias feature, else -1
 
+# A group of constraints sharing one slack. Its sizes are int32: the engine takes at most 2**31 - 1
+# constraints. 32 bytes: a one-constraint group (binary) has no more to say, and the row of a
+# shared-row group is kept apart (SharedRow) only when there are such groups (it took 72 bytes a
+# group: kddcup99 binary's 444,000 groups, 32 MB of the n-slack engine, 14 MB now).
 cdef struct Group:
     int64_t start        # its constraints are [start : start + size], the active ones first
-    int64_t size
-    int64_t active       # kept for groups of several constraints only
+    int32_t size
+    int32_t active       # kept for groups of several constraints only
     double C
-    # A "shared-row" group (n_off > 0; terms layout only): every term of its constraints is the same
-    # row with the same bias flag, at one of n_off distinct offsets soffs[off_start : off_start + n_off]
-    # (far enough apart that the shifted rows do not overlap); tslot[t] is term t's offset among them.
+    int32_t n_off        # > 0: a shared-row group (its row: SharedRow)
+    # A Crammer-Singer group (cs_y >= 0; shared-row only): every constraint is +row at one offset,
+    # the y slot cs_y, and -row at its own slot (terms[start] the +1 term, terms[start + 1] the -1
+    # term), so its visit solves the example's subproblem exactly (_visit_cs).
+    int32_t cs_y
+
+# The row of a "shared-row" group (n_off > 0; terms layout only): every term of its constraints is the
+# same row with the same bias flag, at one of n_off distinct offsets soffs[off_start : off_start + n_off]
+# (far enough apart that the shifted rows do not overlap); tslot[t] is term t's offset among them.
+cdef struct SharedRow:
     int64_t row_start    # the row is indices/data[row_start : row_start + row_nnz]
     int64_t off_start
     double rsq           # ||row||^2, with the bias feature when the terms carry it
     int32_t row_nnz
     int32_t bias_col
-    int32_t n_off
-    # A Crammer-Singer group (cs_y >= 0; shared-row only): every constraint is +row at one offset,
-    # the y slot cs_y, and -row at its own slot (terms[start] the +1 term, terms[start + 1] the -1
-    # term), so its visit solves the example's subproblem exactly (_visit_cs).
-    int32_t cs_y
 
 # What one epoch tallies as it goes (a local of the epoch, not fields of the engine object).
 cdef struct Tally:
@@ -479,7 +485,7 @@ cdef class DualCD:
     cdef uint8_t* t_bias
     cdef int32_t t_bias_col       # stride * n_cols when the model has a bias feature, else -1
     cdef double* scratch          # terms layout: n_w zeros to scatter a constraint into
-    cdef int64_t* ids             # its position in the caller's arrays
+    cdef int32_t* ids             # its position in the caller's arrays (at most 2**31 - 1)
     cdef double* gbuf             # a group's gradients during its visit (room for the largest group)
     cdef int32_t* tslot           # shared-row groups: each term's index among its group's offsets
     cdef int64_t* soffs           # shared-row groups: their distinct offsets, group after group
@@ -494,6 +500,7 @@ cdef class DualCD:
     cdef int64_t stride           # column j of a term's row is at w[offset + stride * j]
     cdef int64_t n_shared         # shared-row groups
     cdef Group* grp
+    cdef SharedRow* srow          # each group's shared row, when some group shares one (else NULL)
     cdef int64_t n_cons
     cdef int64_t n_groups
     cdef int64_t* groups          # the active groups are groups[:n_active]
@@ -547,6 +554,7 @@ cdef class DualCD:
         self.xbuf = NULL
         self.jslot = NULL
         self.grp = NULL
+        self.srow = NULL
         self.groups = NULL
         self.beta = NULL
 
@@ -569,6 +577,7 @@ cdef class DualCD:
         free(self.xbuf)
         free(self.jslot)
         free(self.grp)
+        free(self.srow)
         free(self.groups)
         free(self.beta)
 
@@ -678,7 +687,7 @@ cdef class DualCD:
             if sqnorm.shape[0] != n or np.any(sqnorm < 0):
                 raise ValueError("sqnorm must hold one non-negative entry (or nan) per constraint")
         else:
-            sqnorm = np.full(n, np.nan)
+            sqnorm = np.full(1 if one_row else n, np.nan)     # (one-row: the rows' norms, below)
         if nonneg is not None:
             nonneg = np.ascontiguousarray(nonneg, dtype=np.uint8)
             if nonneg.ndim != 1 or nonneg.shape[0] != n_w:
@@ -709,12 +718,15 @@ cdef class DualCD:
         self.has_cs = False
 
         # Lay the constraints out group by group (stable: the caller's order inside a group).
-        gsize = np.bincount(group, minlength=n_groups).astype(np.int64)
-        gstart = np.cumsum(gsize) - gsize
-        if n == 0 or np.all(group[1:] >= group[:-1]):
-            order = np.arange(n, dtype=np.int64)      # already group by group (binary: one each)
-        else:
-            order = np.argsort(group, kind="stable").astype(np.int64)
+        # The layout's own arrays over the constraints are held beside the engine's at the end of
+        # this constructor, the peak of an n-slack solve: none is made that says nothing (the
+        # order of constraints already group by group, the one-row layout's norms), none twice.
+        gsize = np.bincount(group, minlength=n_groups).astype(np.int64, copy=False)
+        gstart = np.cumsum(gsize)
+        gstart -= gsize
+        reordered = not (n == 0 or bool(np.all(group[1:] >= group[:-1])))
+        # None: already group by group (binary: one each)
+        order = np.argsort(group, kind="stable").astype(np.int64) if reordered else None
         if one_row:
             term_scale = term_scale.astype(np.float64, copy=False)    # kept in the kind table
         kinds, kind = _kind_table(term_scale if one_row else np.broadcast_to(1.0, (n,)), margin,
@@ -727,7 +739,7 @@ cdef class DualCD:
         self.start = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
         self.nk = <NnzKind*> malloc(max(n, 1) * sizeof(NnzKind))
         self.kinds = <Kind*> malloc(max(kinds.shape[0], 1) * sizeof(Kind))
-        self.ids = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
+        self.ids = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
         self.grp = <Group*> malloc(max(n_groups, 1) * sizeof(Group))
         self.groups = <int64_t*> malloc(max(n_groups, 1) * sizeof(int64_t))
         self.gbuf = <double*> malloc(max(int(gsize.max()) if n_groups else 1, 1) * sizeof(double))
@@ -765,7 +777,8 @@ cdef class DualCD:
             self.dbuf = <double*> malloc(n_slot * sizeof(double))
             self.xbuf = <double*> malloc((n_slot + 1) * sizeof(double))
             self.jslot = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
-            if (self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
+            self.srow = <SharedRow*> malloc(max(n_groups, 1) * sizeof(SharedRow))
+            if (self.srow == NULL or self.soffs == NULL or self.sbuf == NULL or self.cbuf == NULL
                     or self.abuf == NULL or self.ibuf == NULL or self.dbuf == NULL or self.xbuf == NULL
                     or self.jslot == NULL):
                 raise MemoryError("cannot allocate the constraint cache")
@@ -799,7 +812,9 @@ cdef class DualCD:
                 self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
             self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
-        cdef const int64_t[::1] order_v = order, gsize_v = gsize, gstart_v = gstart
+        cdef const int64_t[::1] order_v = order if reordered else np.zeros(1, np.int64)
+        cdef const int64_t[::1] gsize_v = gsize, gstart_v = gstart
+        cdef bint by_order = reordered
         cdef const int64_t[::1] row_v = (np.ascontiguousarray(term_row, dtype=np.int64) if one_row
                                          else np.zeros(1, np.int64))   # (the one-row layout's rows)
         cdef const int64_t[::1] ptr_v = indptr, tptr_v = tptr
@@ -817,9 +832,9 @@ cdef class DualCD:
                 self.kinds[k].margin = kinds_v[k, 1]
                 self.kinds[k].C = kinds_v[k, 2]
             for k in range(n_c):
-                c = order_v[k]
+                c = order_v[k] if by_order else k
                 self.nk[k].kind = kind_v[c]
-                self.ids[k] = c
+                self.ids[k] = <int32_t>c
                 self.alpha_[k] = alpha_v[c]
                 if not self.terms:
                     self.start[k] = ptr_v[row_v[c]]
@@ -848,20 +863,20 @@ cdef class DualCD:
                 if shared_v[g]:
                     r = rrow_v[g]
                     self.grp[g].n_off = <int32_t>noff_v[g]
-                    self.grp[g].off_start = ostart_v[g]
-                    self.grp[g].row_start = ptr_v[r]
-                    self.grp[g].row_nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
-                    self.grp[g].bias_col = <int32_t>sbias if (has_bias and rbias_v[g]) else -1
-                    self.grp[g].rsq = row_sqnorm(self.data, self.grp[g].row_start,
-                                                 self.grp[g].row_start + self.grp[g].row_nnz,
-                                                 self.bias, self.grp[g].bias_col)
+                    self.srow[g].off_start = ostart_v[g]
+                    self.srow[g].row_start = ptr_v[r]
+                    self.srow[g].row_nnz = <int32_t>(ptr_v[r + 1] - ptr_v[r])
+                    self.srow[g].bias_col = <int32_t>sbias if (has_bias and rbias_v[g]) else -1
+                    self.srow[g].rsq = row_sqnorm(self.data, self.srow[g].row_start,
+                                                  self.srow[g].row_start + self.srow[g].row_nnz,
+                                                  self.bias, self.srow[g].bias_col)
             if self.n_shared:
                 for t in range(soffs_v.shape[0]):
                     self.soffs[t] = soffs_v[t]
                 for g in range(n_g):
                     if self.grp[g].n_off > 0:
                         for k in range(self.grp[g].start, self.grp[g].start + self.grp[g].size):
-                            self._shared_sqnorm(k, self.grp[g].rsq)
+                            self._shared_sqnorm(k, self.srow[g].rsq)
                         self._mark_crammer_singer(g)
                         if self.grp[g].cs_y >= 0:
                             self.has_cs = True
@@ -1321,11 +1336,11 @@ cdef class DualCD:
                     r += self.t_scale[a] * self.t_scale[b]
         return r * rsq
 
-    cdef void _strided_dots(self, Group* gr, int64_t na, double* sv) noexcept nogil:
+    cdef void _strided_dots(self, const SharedRow* sr, int64_t na, double* sv) noexcept nogil:
         """sv[ibuf[a]] = w[abuf[a]:].row (strided) for a < na, in one pass over the row: per nonzero
         j, the weights w[o + stride * j] of the offsets o are read together (one contiguous run
         when the offsets are consecutive, as the K classes of an example are)."""
-        cdef int64_t a, p, e = gr.row_start + gr.row_nnz
+        cdef int64_t a, p, e = sr.row_start + sr.row_nnz
         cdef const int64_t* ao = self.abuf
         cdef const int64_t* ai = self.ibuf
         cdef double* acc = self.dbuf
@@ -1336,31 +1351,31 @@ cdef class DualCD:
         for a in range(na):
             acc[a] = 0.0
         if ao[na - 1] - ao[0] == na - 1:      # consecutive (ascending, distinct) offsets
-            for p in range(gr.row_start, e):
+            for p in range(sr.row_start, e):
                 wc = self.w + ao[0] + self.stride * self.indices[p]
                 v = self.data[p]
                 for a in range(na):
                     acc[a] += wc[a] * v
-            if gr.bias_col >= 0:
-                wc = self.w + ao[0] + gr.bias_col
+            if sr.bias_col >= 0:
+                wc = self.w + ao[0] + sr.bias_col
                 for a in range(na):
                     acc[a] += wc[a] * self.bias
         else:
-            for p in range(gr.row_start, e):
+            for p in range(sr.row_start, e):
                 wc = self.w + self.stride * self.indices[p]
                 v = self.data[p]
                 for a in range(na):
                     acc[a] += wc[ao[a]] * v
-            if gr.bias_col >= 0:
-                wc = self.w + gr.bias_col
+            if sr.bias_col >= 0:
+                wc = self.w + sr.bias_col
                 for a in range(na):
                     acc[a] += wc[ao[a]] * self.bias
         for a in range(na):
             sv[ai[a]] = acc[a]
 
-    cdef void _strided_axpys(self, Group* gr, int64_t na, const double* cf) noexcept nogil:
+    cdef void _strided_axpys(self, const SharedRow* sr, int64_t na, const double* cf) noexcept nogil:
         """w[abuf[a]:] += cf[ibuf[a]] row (strided) for a < na, in one pass over the row."""
-        cdef int64_t a, p, e = gr.row_start + gr.row_nnz
+        cdef int64_t a, p, e = sr.row_start + sr.row_nnz
         cdef const int64_t* ao = self.abuf
         cdef const int64_t* ai = self.ibuf
         cdef double* c = self.dbuf
@@ -1371,23 +1386,23 @@ cdef class DualCD:
         for a in range(na):
             c[a] = cf[ai[a]]
         if ao[na - 1] - ao[0] == na - 1:      # consecutive offsets
-            for p in range(gr.row_start, e):
+            for p in range(sr.row_start, e):
                 wc = self.w + ao[0] + self.stride * self.indices[p]
                 v = self.data[p]
                 for a in range(na):
                     wc[a] += c[a] * v
-            if gr.bias_col >= 0:
-                wc = self.w + ao[0] + gr.bias_col
+            if sr.bias_col >= 0:
+                wc = self.w + ao[0] + sr.bias_col
                 for a in range(na):
                     wc[a] += c[a] * self.bias
         else:
-            for p in range(gr.row_start, e):
+            for p in range(sr.row_start, e):
                 wc = self.w + self.stride * self.indices[p]
                 v = self.data[p]
                 for a in range(na):
                     wc[ao[a]] += c[a] * v
-            if gr.bias_col >= 0:
-                wc = self.w + gr.bias_col
+            if sr.bias_col >= 0:
+                wc = self.w + sr.bias_col
                 for a in range(na):
                     wc[ao[a]] += c[a] * self.bias
 
@@ -1399,11 +1414,12 @@ cdef class DualCD:
         LIBLINEAR's exact solve of an example's Crammer-Singer subproblem. Shrinking and the tallies
         are those of the first pass, and so is the loss term (eq. 23: the gradients on entry)."""
         cdef Group* gr = &self.grp[g]
+        cdef const SharedRow* sr = &self.srow[g]
         cdef int64_t base = gr.start, m = gr.active, n_off = gr.n_off, tt, u, best, i
-        cdef const int64_t* offs = self.soffs + gr.off_start
+        cdef const int64_t* offs = self.soffs + sr.off_start
         cdef double* sv = self.sbuf
         cdef double* cf = self.cbuf
-        cdef double Cg = gr.C, rsq = gr.rsq, Ag = 0.0, G, Gu, Gbest, a, d, q, room, v, pv
+        cdef double Cg = gr.C, rsq = sr.rsq, Ag = 0.0, G, Gu, Gbest, a, d, q, room, v, pv
         cdef double violation = 0.0, gmax = -INFINITY
         cdef int p
         cdef int64_t na = 0
@@ -1418,15 +1434,15 @@ cdef class DualCD:
                 if cf[i] != 0.0:
                     cf[i] = 0.0
                     if not strided:          # strided: taken below, all in one pass
-                        sv[i] = row_dot(self.w + offs[i], self.indices, self.data, gr.row_start,
-                                        gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+                        sv[i] = row_dot(self.w + offs[i], self.indices, self.data, sr.row_start,
+                                        sr.row_start + sr.row_nnz, self.bias, sr.bias_col)
         if strided:
             for i in range(n_off):           # ascending offsets
                 if cf[i] == 0.0:
                     self.abuf[na] = offs[i]
                     self.ibuf[na] = i
                     na += 1
-            self._strided_dots(gr, na, sv)
+            self._strided_dots(sr, na, sv)
         for p in range(_PASSES):
             pv = 0.0
             stepped = False
@@ -1507,16 +1523,16 @@ cdef class DualCD:
                     self.abuf[na] = offs[i]
                     self.ibuf[na] = i
                     na += 1
-            self._strided_axpys(gr, na, cf)
+            self._strided_axpys(sr, na, cf)
         else:
             for i in range(n_off):
                 if cf[i] != 0.0 and cf[i] != INFINITY:
-                    row_axpy(cf[i], self.indices, self.data, gr.row_start, gr.row_start + gr.row_nnz,
-                             self.bias, gr.bias_col, self.w + offs[i])
+                    row_axpy(cf[i], self.indices, self.data, sr.row_start, sr.row_start + sr.row_nnz,
+                             self.bias, sr.bias_col, self.w + offs[i])
         if self.nonneg:
             for i in range(n_off):
                 if cf[i] != 0.0 and cf[i] != INFINITY:
-                    self._reclip_row(offs[i], gr.row_start, gr.row_nnz, gr.bias_col)
+                    self._reclip_row(offs[i], sr.row_start, sr.row_nnz, sr.bias_col)
         if m == 0:
             self.shrunk_loss += Cg * gmax if gmax > 0.0 else 0.0
             return -1.0
@@ -1539,10 +1555,11 @@ cdef class DualCD:
         non-negative weights: the exact subproblem assumes w = sum alpha x (no clipping), so those
         examples take the shared-row visit, which re-clips after its steps."""
         cdef Group* gr = &self.grp[g]
+        cdef const SharedRow* sr = &self.srow[g]
         cdef int64_t k, s, i, y = -1
         cdef double* seen = self.xbuf
         cdef int32_t sl
-        if gr.rsq <= 0.0 or self.nonneg:
+        if sr.rsq <= 0.0 or self.nonneg:
             return
         for i in range(gr.n_off):
             seen[i] = 0.0
@@ -1584,13 +1601,14 @@ cdef class DualCD:
         The gradients in the engine's sign are g_c = l_c - S_y + S_jc = G_c - G_y with G = B + R alpha.
         """
         cdef Group* gr = &self.grp[g]
+        cdef const SharedRow* sr = &self.srow[g]
         cdef int64_t base = gr.start, m = gr.active, n_off = gr.n_off, k, i, r, na = 0
-        cdef const int64_t* offs = self.soffs + gr.off_start
+        cdef const int64_t* offs = self.soffs + sr.off_start
         cdef double* sv = self.sbuf
         cdef double* cf = self.cbuf
         cdef double* gb = self.gbuf - base          # gb[k]: g_k on entry
         cdef double* Ds = self.xbuf
-        cdef double Cg = gr.C, R = gr.rsq, A = 0.0, Sy, G, gmax = -INFINITY, gsup = INFINITY, glow
+        cdef double Cg = gr.C, R = sr.rsq, A = 0.0, Sy, G, gmax = -INFINITY, gsup = INFINITY, glow
         cdef double beta, a, u, d, delta = 0.0, ww = 0.0, la = 0.0, violation
         cdef int32_t ys = gr.cs_y
         cdef int64_t steps = 0
@@ -1608,11 +1626,11 @@ cdef class DualCD:
                 self.ibuf[na] = i
                 na += 1
         if self.stride != 1:
-            self._strided_dots(gr, na, sv)
+            self._strided_dots(sr, na, sv)
         else:
             for r in range(na):
-                sv[self.ibuf[r]] = row_dot(self.w + self.abuf[r], self.indices, self.data, gr.row_start,
-                                           gr.row_start + gr.row_nnz, self.bias, gr.bias_col)
+                sv[self.ibuf[r]] = row_dot(self.w + self.abuf[r], self.indices, self.data, sr.row_start,
+                                           sr.row_start + sr.row_nnz, self.bias, sr.bias_col)
         Sy = sv[ys]
         at_bound = A >= Cg * (1.0 - 1e-12)
         for k in range(base, base + m):
@@ -1692,11 +1710,11 @@ cdef class DualCD:
                     self.ibuf[na] = i
                     na += 1
             if self.stride != 1:
-                self._strided_axpys(gr, na, cf)
+                self._strided_axpys(sr, na, cf)
             else:
                 for r in range(na):
-                    row_axpy(cf[self.ibuf[r]], self.indices, self.data, gr.row_start,
-                             gr.row_start + gr.row_nnz, self.bias, gr.bias_col, self.w + self.abuf[r])
+                    row_axpy(cf[self.ibuf[r]], self.indices, self.data, sr.row_start,
+                             sr.row_start + sr.row_nnz, self.bias, sr.bias_col, self.w + self.abuf[r])
         return violation
 
     # -- bounds --------------------------------------------------------------------------------
@@ -1715,6 +1733,7 @@ cdef class DualCD:
         cdef double loss = 0.0, out_loss = 0.0, gmax, G
         cdef int64_t g, k, i
         cdef Group* gr
+        cdef const SharedRow* sr
         cdef uint8_t* out = NULL
         if self.has_cs:
             out = <uint8_t*> calloc(max(self.n_groups, 1), sizeof(uint8_t))
@@ -1728,17 +1747,19 @@ cdef class DualCD:
                 if gr.size == 0:
                     continue
                 gmax = 0.0
+                if gr.n_off > 0:
+                    sr = &self.srow[g]
                 if gr.n_off > 0 and self.stride != 1:    # shared-row, strided: one pass
                     for i in range(gr.n_off):
-                        self.abuf[i] = self.soffs[gr.off_start + i]
+                        self.abuf[i] = self.soffs[sr.off_start + i]
                         self.ibuf[i] = i
-                    self._strided_dots(gr, gr.n_off, self.sbuf)
+                    self._strided_dots(sr, gr.n_off, self.sbuf)
                 if gr.n_off > 0:     # shared-row: one row product per offset
                     if self.stride == 1:
                         for i in range(gr.n_off):
-                            self.sbuf[i] = row_dot(self.w + self.soffs[gr.off_start + i], self.indices,
-                                                   self.data, gr.row_start, gr.row_start + gr.row_nnz,
-                                                   self.bias, gr.bias_col)
+                            self.sbuf[i] = row_dot(self.w + self.soffs[sr.off_start + i], self.indices,
+                                                   self.data, sr.row_start, sr.row_start + sr.row_nnz,
+                                                   self.bias, sr.bias_col)
                     for k in range(gr.start, gr.start + gr.size):
                         G = self._shared_gradient(k, self.sbuf)
                         if self.grad != NULL:
