@@ -163,8 +163,8 @@ def _sets(data, quick):
             ("pendigits /100", "multiclass",
              data.scaled("pendigits/pendigits", "pendigits.s100", by=100),
              data.scaled("pendigits/pendigits.t", "pendigits.t.s100", by=100), 4, []),
-            ("kddcup99 binary", "binary", kdd, None, 3, []),
-            ("kddcup99 binary", "binary", kdd, None, 3, ["-m", "1-slack"]),
+            ("kddcup99 binary", "binary", kdd, None, 3, []),          # (auto: 1-slack)
+            ("kddcup99 binary", "binary", kdd, None, 3, ["-m", "n-slack"]),
             ("sector", "multiclass", data.plain("sector/sector.scale"),
              data.plain("sector/sector.t.scale"), 4, [])]
     if quick:

@@ -14,9 +14,10 @@ from _sparse cimport column_t, offset_t, row_t, scale_t, value_t
 cnp.import_array()
 
 
-def csr_scores(const int64_t[::1] indptr, const int64_t[::1] indices, const double[::1] data,
+def csr_scores(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
                const double[::1] w, int64_t n_cols, double bias=0.0, bint has_bias=False):
-    """Decision values of every row of a CSR block."""
+    """Decision values of every row of a CSR block (its columns int64, or int32 as the n-slack
+    solver leaves a one-row problem's block: svmtrain.solvers.nslack)."""
     cdef int64_t n = indptr.shape[0] - 1
     if n < 0:
         raise ValueError("indptr is empty")

@@ -18,7 +18,7 @@ import io
 import os
 import sys
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, Callable, Iterator, Optional
 
 import numpy as np
@@ -128,7 +128,8 @@ class Block:
     """One CSR block of consecutive rows."""
 
     indptr: np.ndarray   # int64, n_rows + 1, indptr[0] == 0
-    indices: np.ndarray  # int64 0-based columns (int32 in a task's store: index_dtype)
+    indices: np.ndarray  # int64 0-based columns (int32 once training narrowed them: a task's
+                         # store, index_dtype; the n-slack engine's one-row problems)
     data: np.ndarray     # float64 (uint8 or float32 in a task's store where exact: value_dtype)
     target: np.ndarray   # float64, per row
     qid: np.ndarray      # int64, per row, -1 = no qid
@@ -654,7 +655,10 @@ class MemorySource(str):
         for block in self._blocks:
             if progress is not None:
                 progress(block.nbytes)
-            yield block
+            # a record of its own over the same arrays: training narrows a block by giving it
+            # other arrays (the sequence task's store, the n-slack engine's int32 columns), which
+            # must not change the caller's Block
+            yield replace(block)
 
     def __reduce__(self):      # Dask and process pools: the rows travel with it
         return (MemorySource, (list(self._blocks) if not self.once else [], str(self), self.once))

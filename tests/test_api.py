@@ -80,6 +80,23 @@ def test_constraints_task_from_arrays_and_file(tmp_path):
     assert model == cli
 
 
+@pytest.mark.parametrize("task", ["binary", "sequence"])
+def test_training_leaves_the_callers_block_as_it_was(task):
+    """Training narrows its data (the n-slack engine's int32 columns, the sequence task's store
+    of int32 columns and byte values) by giving the block other arrays: a Block the caller
+    passed keeps its own, unchanged."""
+    from svmtrain import api, data
+    from svmtrain.options import Problem
+    block = data.load(os.path.join(DATA, SETS[task][0]))
+    before = {name: getattr(block, name) for name in ("indptr", "indices", "data", "target", "qid",
+                                                       "cost", "line")}
+    copies = {name: a.copy() for name, a in before.items()}
+    api.train(block, Problem(task=task, C=0.1))
+    for name, a in before.items():
+        assert getattr(block, name) is a and a.dtype == copies[name].dtype, name
+        assert np.array_equal(a, copies[name]), name
+
+
 def test_liblinear_format_and_predict_verify(tmp_path):
     path = os.path.join(DATA, "heart_scale")
     cli = _cli_model(tmp_path, ["--format", "liblinear", "-B", "1", path])

@@ -116,6 +116,7 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
     if listed is not None and hot_start is not None:
         listed.alpha0, listed.shrink0 = hot_start.listed_start(listed, C)
     if listed is not None:
+        _narrow_columns(problem, block)
         sol = solve(_cache(problem, listed), epsilon=epsilon, max_epochs=max_epochs, seed=seed,
                     shrinking=shrinking, on_epoch=on_epoch)
         # The certificate: P from the task's own pass over the data (the code verify-bound runs),
@@ -130,6 +131,17 @@ def train_nslack(task, block, path, *, C, bias, epsilon, max_epochs, seed, shrin
                            max_epochs=max_epochs, seed=seed, shrinking=shrinking,
                            on_epoch=on_epoch, inactive_rounds=inactive_rounds, started=started,
                            hot_start=hot_start)
+
+
+def _narrow_columns(problem, block):
+    """The block's column indices as int32, the engine's own type, in place of its int64 ones
+    (the problem's are the block's): the engine reads them as they are, where it made an int32
+    copy beside them, and the int64 ones go (kddcup99 binary, peak RSS 227.7 -> 186.2 MB; a9a
+    47.9 -> 44.4 MB). It is the pipeline's block, not a caller's (data.MemorySource hands out
+    records of its own); later readers of it (the certificate's pass: csr_scores) take either."""
+    if block.indices.dtype == np.int64 and problem.indices is block.indices \
+            and problem.n_cols <= np.iinfo(np.int32).max:
+        block.indices = problem.indices = block.indices.astype(np.int32)
 
 
 def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epochs, seed,
