@@ -54,9 +54,11 @@ class Binary(Task):
                        self.n_weights(geometry), geometry.bias, self.costs(block, C), path)
 
     def all_constraints(self, problem, block):
-        n = block.n_rows
-        return Constraints.one_term(np.arange(n), self.signs(block, problem.path), np.ones(n),
-                                    np.arange(n))
+        # example i is constraint i on row i: one array for the rows and the groups (8 bytes an
+        # example: kddcup99 binary's n-slack peak 203.2 -> 199.0 MB)
+        rows = np.arange(block.n_rows)
+        return Constraints.one_term(rows, self.signs(block, problem.path), np.ones(block.n_rows),
+                                    rows)
 
     def worst_offenders(self, w, problem, block):
         return (self.violations(w, block, problem.path, Geometry(problem.n_cols, problem.bias)),
