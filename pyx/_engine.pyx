@@ -724,8 +724,8 @@ cdef class DualCD:
         gsize = np.bincount(group, minlength=n_groups).astype(np.int64, copy=False)
         gstart = np.cumsum(gsize)
         gstart -= gsize
-        reordered = not (n == 0 or bool(np.all(group[1:] >= group[:-1])))
         # None: already group by group (binary: one each)
+        cdef bint reordered = not (n == 0 or bool(np.all(group[1:] >= group[:-1])))
         order = np.argsort(group, kind="stable").astype(np.int64) if reordered else None
         if one_row:
             term_scale = term_scale.astype(np.float64, copy=False)    # kept in the kind table
@@ -814,7 +814,6 @@ cdef class DualCD:
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
         cdef const int64_t[::1] order_v = order if reordered else np.zeros(1, np.int64)
         cdef const int64_t[::1] gsize_v = gsize, gstart_v = gstart
-        cdef bint by_order = reordered
         cdef const int64_t[::1] row_v = (np.ascontiguousarray(term_row, dtype=np.int64) if one_row
                                          else np.zeros(1, np.int64))   # (the one-row layout's rows)
         cdef const int64_t[::1] ptr_v = indptr, tptr_v = tptr
@@ -832,7 +831,7 @@ cdef class DualCD:
                 self.kinds[k].margin = kinds_v[k, 1]
                 self.kinds[k].C = kinds_v[k, 2]
             for k in range(n_c):
-                c = order_v[k] if by_order else k
+                c = order_v[k] if reordered else k
                 self.nk[k].kind = kind_v[c]
                 self.ids[k] = <int32_t>c
                 self.alpha_[k] = alpha_v[c]

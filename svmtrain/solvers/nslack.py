@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from svmtrain import interrupt, objective
+from svmtrain.data import index_dtype
 from svmtrain.engine import ConstraintCache, EpochRecord, relative_gap, solve
 from svmtrain.tasks.base import Constraints, Geometry
 
@@ -140,7 +141,7 @@ def _narrow_columns(problem, block):
     47.9 -> 44.4 MB). It is the pipeline's block, not a caller's (data.MemorySource hands out
     records of its own); later readers of it (the certificate's pass: csr_scores) take either."""
     if block.indices.dtype == np.int64 and problem.indices is block.indices \
-            and problem.n_cols <= np.iinfo(np.int32).max:
+            and index_dtype(problem.n_cols) == np.int32:
         block.indices = problem.indices = block.indices.astype(np.int32)
 
 

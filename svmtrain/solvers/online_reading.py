@@ -73,11 +73,7 @@ def _rechunk(blocks, grouping, size):
     straddles two blocks is copied; the others are views of their block."""
     pending, have = None, 0            # a short chunk carried over, and its examples
     for block in blocks:
-        if grouping == "row":
-            starts = np.arange(block.n_rows)
-        else:
-            starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1))
-        starts = np.append(starts, block.n_rows)          # starts[k]: example k; last: the end
+        starts = _example_starts(block, grouping)        # starts[k]: example k; last: the end
         n = len(starts) - 1
         first = 0
         if pending is not None:
@@ -160,11 +156,7 @@ def _window_parts(blocks, grouping, size, max_rows, compact_values=None):
     (_compact, with compact_values) that holds nothing of the block it was cut from."""
     have_examples = have_rows = 0      # of the window being cut
     for block in blocks:
-        if grouping == "row":
-            starts = np.arange(block.n_rows + 1)
-        else:
-            starts = np.concatenate(([0], np.flatnonzero(block.qid[1:] != block.qid[:-1]) + 1,
-                                     [block.n_rows]))
+        starts = _example_starts(block, grouping)
         n = len(starts) - 1
         first = 0
         while first < n:

@@ -20,13 +20,6 @@ from svmtrain._linear import csr_scores
 from svmtrain.data import DataError
 
 
-def _filled(n, value, dtype):
-    """n copies of value; zeros as np.zeros makes them: pages the system maps only when written,
-    so that a listing's offsets, which the engine only reads, cost no memory (8 bytes a
-    constraint: kddcup99 binary's n-slack peak 199.0 -> 195.4 MB)."""
-    return np.zeros(n, dtype) if value == 0 else np.full(n, value, dtype)
-
-
 @dataclass
 class Constraints:
     """m constraints: x_c = sum_{t in tptr[c]:tptr[c+1]} term_scale[t] * X[term_row[t]] placed at
@@ -61,10 +54,14 @@ class Constraints:
 
     @classmethod
     def one_term(cls, row, scale, margin, group, key=None, offset=0, bias=True):
-        """One term per constraint: x_c = scale_c * X[row_c] at a common offset."""
+        """One term per constraint: x_c = scale_c * X[row_c] at a common offset. Zero offsets come
+        from np.zeros, whose pages the system maps only when written: the engine only reads them,
+        so they cost no memory (8 bytes a constraint: kddcup99 binary's n-slack peak 199.0 ->
+        195.4 MB)."""
         m = len(row)
+        offsets = np.zeros(m, np.int64) if offset == 0 else np.full(m, offset, np.int64)
         return cls(np.arange(m + 1, dtype=np.int64), np.asarray(row, np.int64),
-                   np.asarray(scale, np.float64), _filled(m, offset, np.int64),
+                   np.asarray(scale, np.float64), offsets,
                    np.full(m, bias, bool), np.asarray(margin, np.float64),
                    np.asarray(group, np.int64),
                    np.zeros(m, np.int64) if key is None else np.asarray(key, np.int64))
