@@ -96,7 +96,7 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport offset_t, value_t, rand_below, row_t, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
+from _sparse cimport offset_t, value_t, prefetch, rand_below, row_t, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
@@ -444,6 +444,8 @@ def _shared_row_groups(indptr, indices32, tptr, const row_t[:] term_row, const o
 # measured within the noise of these).
 cdef enum:
     _PASSES = 10
+    _AHEAD_RECORD = 16    # (see DualCD._prefetch_record)
+    _AHEAD_ROW = 8
 cdef double _TOL = 0.1
 
 cdef class DualCD:
@@ -1128,6 +1130,10 @@ cdef class DualCD:
             self.groups[j] = tmp
         s = 0
         while s < self.n_active:
+            if s + _AHEAD_RECORD < self.n_active:
+                self._prefetch_record(self.groups[s + _AHEAD_RECORD])
+            if s + _AHEAD_ROW < self.n_active:
+                self._prefetch_row(self.groups[s + _AHEAD_ROW])
             g = self.groups[s]
             if self.singles:                 # LIBLINEAR's case: no group look-up
                 v = self._visit_single(g, &t)
@@ -1154,6 +1160,41 @@ cdef class DualCD:
         self.est_loss = t.loss
         self.est_gap = t.gap
         out[0] = t
+
+    # A visit in a random order waits on memory twice: for the constraint's record (its row's start
+    # and length, alpha, q), then for its row. The epoch asks for both ahead of the visit, the record
+    # _AHEAD_RECORD visits ahead and the row, whose address the record gives, _AHEAD_ROW ahead: a9a's
+    # epoch over all 32,561 constraints took 11 ms without, 2.5 ms with (distances 8 to 64 measured
+    # alike). A hint changes no value: the same steps in the same order.
+    cdef inline void _prefetch_record(self, int64_t g) noexcept nogil:
+        if self.singles:
+            prefetch(&self.start[g])
+            prefetch(&self.nk[g])
+            prefetch(&self.alpha_[g])
+            prefetch(&self.q[g])
+        else:
+            prefetch(&self.grp[g])
+
+    cdef inline void _prefetch_row(self, int64_t g) noexcept nogil:
+        cdef int64_t k, p, last
+        if not self.singles:
+            # the group's record is in cache by now: its first constraint's record is next
+            k = self.grp[g].start
+            prefetch(&self.start[k])
+            prefetch(&self.nk[k])
+            prefetch(&self.alpha_[k])
+            prefetch(&self.q[k])
+            return
+        if self.terms:
+            return
+        p = self.start[g]
+        last = p + self.nk[g].nnz - 1
+        if last < p:
+            return
+        prefetch(&self.indices[p])
+        prefetch(&self.data[p])
+        prefetch(&self.indices[last])
+        prefetch(&self.data[last])
 
     cdef inline double _visit_single(self, int64_t k, Tally* t) noexcept nogil:
         """LIBLINEAR's step for a group of one constraint; returns its violation, or -1 if shrunk."""

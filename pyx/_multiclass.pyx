@@ -27,15 +27,9 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport rand_below
+from _sparse cimport prefetch, rand_below
 
 cnp.import_array()
-
-cdef extern from *:
-    """
-    #define SVMTRAIN_PREFETCH(p) __builtin_prefetch((const void*)(p))
-    """
-    void prefetch "SVMTRAIN_PREFETCH" (const void* p) noexcept nogil
 
 
 # What a visit reads of its example, in one 48-byte record (one cache line, not one per array).
