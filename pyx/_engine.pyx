@@ -69,8 +69,8 @@ as an array of 32-byte Terms was the largest array of a sequence solve (60 MB of
 rounds on UD English EWT, 1.9 million terms); reading in place, a whole UD n-slack run took 32.2 to
 36.7 s of CPU against 32.7 to 33.5 s before (3 interleaved runs each, idle machine). The
 kind table's scale is 1, and dot and axpy loop over the terms with w shifted by each offset. ||x_c||^2 and
-the pair step's x_j . x_k are exact: x_j is scattered into a dense scratch of n_w zeros, squared or
-dotted with x_k, and the touched entries cleared again.
+the pair step's x_j . x_k are exact: x_j is summed column by column into a small table keyed by the
+w index (twice the entries of the largest constraint, see _acc_slot), then squared or read with x_k.
 
 Shared-row groups (Crammer-Singer's examples: every term of every constraint is one row, with one
 bias flag, at one of a few offsets that do not overlap): g_c = l_c - sum_t s_t S[o_t] with
@@ -486,7 +486,14 @@ cdef class DualCD:
     cdef const float* t_scale32   # NULL; a shared-row group's engine, which reorders, has float64)
     cdef uint8_t* t_bias
     cdef int32_t t_bias_col       # stride * n_cols when the model has a bias feature, else -1
-    cdef double* scratch          # terms layout: n_w zeros to scatter a constraint into
+    # terms layout: a constraint scattered into a small open-addressing table (w index -> value),
+    # for ||x_c||^2 and x_j . x_k (see _acc_slot)
+    cdef int64_t* acc_key         # a slot's w index, -1 when empty
+    cdef double* acc_val
+    cdef int64_t* acc_used        # the slots filled since the last _acc_clear
+    cdef int64_t acc_n_used
+    cdef uint64_t acc_mask        # capacity - 1 (a power of two)
+    cdef int acc_shift            # 64 - log2(capacity)
     cdef int32_t* ids             # its position in the caller's arrays (at most 2**31 - 1)
     cdef double* gbuf             # a group's gradients during its visit (room for the largest group)
     cdef int32_t* tslot           # shared-row groups: each term's index among its group's offsets
@@ -544,7 +551,9 @@ cdef class DualCD:
         self.nk = NULL
         self.kinds = NULL
         self.terms = False
-        self.scratch = NULL
+        self.acc_key = NULL
+        self.acc_val = NULL
+        self.acc_used = NULL
         self.ids = NULL
         self.gbuf = NULL
         self.soffs = NULL
@@ -567,7 +576,9 @@ cdef class DualCD:
         free(self.start)
         free(self.nk)
         free(self.kinds)
-        free(self.scratch)
+        free(self.acc_key)
+        free(self.acc_val)
+        free(self.acc_used)
         free(self.ids)
         free(self.gbuf)
         free(self.soffs)
@@ -786,9 +797,6 @@ cdef class DualCD:
                 raise MemoryError("cannot allocate the constraint cache")
         if not one_row:
             self.terms = True
-            self.scratch = <double*> calloc(max(n_w, 1), sizeof(double))
-            if self.scratch == NULL:
-                raise MemoryError("cannot allocate the constraint cache")
             term_offset = np.ascontiguousarray(term_offset)
             term_bias = np.ascontiguousarray(term_bias).view(np.uint8)
             if self.n_shared:         # reordered in place by _mark_crammer_singer: our own copies
@@ -814,6 +822,7 @@ cdef class DualCD:
                 self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
             self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
+            self._acc_alloc(tptr)
         cdef const int64_t[::1] order_v = order if reordered else np.zeros(1, np.int64)
         cdef const int64_t[::1] gsize_v = gsize, gstart_v = gstart
         cdef const int64_t[::1] row_v = (np.ascontiguousarray(term_row, dtype=np.int64) if one_row
@@ -1004,28 +1013,102 @@ cdef class DualCD:
             tm = self._term(t)
             self._reclip_row(tm.offset, tm.start, tm.nnz, tm.bias_col)
 
+    # -- the terms layout's accumulator ----------------------------------------------------------
+
+    # ||x_c||^2 and x_j . x_k must sum the terms' entries that fall on one column of w before they
+    # are squared or multiplied. A dense scratch of n_w zeros did that by indexing, but its pages
+    # all became resident (16 MB of UD English EWT's 117,733 x 17 weights, in every re-solve); a
+    # table keyed by the w index, of twice the entries of the largest constraint, holds the same
+    # values: each column receives the same additions in the same order, so the sums are the same
+    # bits. It stays in cache, where the scratch's entries were spread over all of w.
+    cdef void _acc_alloc(self, tptr) except *:
+        cdef const int64_t[::1] tp = tptr
+        cdef int64_t c, t, m, most = 0, cap = 16
+        cdef Term tm
+        with nogil:
+            for c in range(tp.shape[0] - 1):
+                m = 0
+                for t in range(tp[c], tp[c + 1]):
+                    tm = self._term(t)
+                    m += tm.nnz + (1 if tm.bias_col >= 0 else 0)
+                if m > most:
+                    most = m
+        self.acc_shift = 60
+        while cap < 2 * most:
+            cap *= 2
+            self.acc_shift -= 1
+        self.acc_mask = <uint64_t>(cap - 1)
+        self.acc_key = <int64_t*> malloc(cap * sizeof(int64_t))
+        self.acc_val = <double*> malloc(cap * sizeof(double))
+        self.acc_used = <int64_t*> malloc(cap * sizeof(int64_t))
+        if self.acc_key == NULL or self.acc_val == NULL or self.acc_used == NULL:
+            raise MemoryError("cannot allocate the constraint cache")
+        for c in range(cap):
+            self.acc_key[c] = -1
+        self.acc_n_used = 0
+
+    cdef inline uint64_t _acc_slot(self, int64_t key) noexcept nogil:
+        """The slot holding `key`, or the empty slot where it goes (Fibonacci hashing, linear probing:
+        the table is at most half full, so a probe ends)."""
+        cdef uint64_t h = (<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> self.acc_shift
+        while self.acc_key[h] != key and self.acc_key[h] >= 0:
+            h = (h + 1) & self.acc_mask
+        return h
+
+    cdef inline void _acc_add(self, int64_t key, double x) noexcept nogil:
+        cdef uint64_t h = self._acc_slot(key)
+        if self.acc_key[h] < 0:
+            self.acc_key[h] = key
+            self.acc_val[h] = 0.0
+            self.acc_used[self.acc_n_used] = <int64_t>h
+            self.acc_n_used += 1
+        self.acc_val[h] += x
+
+    cdef inline double _acc_get(self, int64_t key) noexcept nogil:
+        cdef uint64_t h = self._acc_slot(key)
+        return self.acc_val[h] if self.acc_key[h] >= 0 else 0.0
+
+    cdef inline void _acc_clear(self) noexcept nogil:
+        cdef int64_t i
+        for i in range(self.acc_n_used):
+            self.acc_key[self.acc_used[i]] = -1
+        self.acc_n_used = 0
+
+    cdef inline void _acc_scatter(self, int64_t k) noexcept nogil:
+        """table += x_c (the additions of _scatter(k, 1.0, v), in its order)"""
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz
+        if self.data32 != NULL:
+            acc_scatter(self, self.data32, s, e)
+        elif self.data8 != NULL:
+            acc_scatter(self, self.data8, s, e)
+        else:
+            acc_scatter(self, self.data, s, e)
+
     cdef double _sqnorm(self, int64_t k, bint* nonzero) noexcept nogil:
         """||x_c||^2 in the terms layout, exactly (terms may overlap); `nonzero`: is x_c != 0."""
         cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t, p, col
+        cdef uint64_t h
         cdef double r = 0.0, v
-        cdef double* sc = self.scratch
         cdef Term tm
         if e - s == 1:
             tm = self._term(s)
             nonzero[0] = True
             return tm.scale * tm.scale * self._row_sqnorm(tm.start, tm.start + tm.nnz, tm.bias_col)
         nonzero[0] = False
-        self._scatter(k, 1.0, sc)
-        # read each touched entry once: square it and clear it (a repeated column then reads 0)
+        self._acc_scatter(k)
+        # read each column once, in the order the terms reach it: square it and zero it (a repeated
+        # column then reads 0)
         for t in range(s, e):
             tm = self._term(t)
             for p in range(tm.start, tm.start + tm.nnz + (1 if tm.bias_col >= 0 else 0)):
                 col = tm.offset + (self.stride * self.indices[p] if p < tm.start + tm.nnz else tm.bias_col)
-                v = sc[col]
+                h = self._acc_slot(col)
+                v = self.acc_val[h]
                 if v != 0.0:
                     nonzero[0] = True
                     r += v * v
-                    sc[col] = 0.0
+                    self.acc_val[h] = 0.0
+        self._acc_clear()
         return r
 
     cdef void _shared_sqnorm(self, int64_t k, double rsq) noexcept nogil:
@@ -1076,15 +1159,15 @@ cdef class DualCD:
             if a.start == b.start and a.nnz == b.nnz:
                 return s * self._row_sqnorm(a.start, a.start + a.nnz, bc)
             return s * self._row_row_dot(a.start, a.start + a.nnz, b.start, b.start + b.nnz, bc)
-        # scatter x_j, read it with x_k, clear what x_j touched
-        self._scatter(j, 1.0, self.scratch)
-        r = self._dot(k, self.scratch)
-        for t in range(sj, ej):
-            a = self._term(t)
-            for p in range(a.start, a.start + a.nnz):
-                self.scratch[a.offset + self.stride * self.indices[p]] = 0.0
-            if a.bias_col >= 0:
-                self.scratch[a.offset + a.bias_col] = 0.0
+        # x_j into the table, read with x_k (the products of _dot(k, v), in its order)
+        self._acc_scatter(j)
+        if self.data32 != NULL:
+            r = acc_dot(self, self.data32, sk, ek)
+        elif self.data8 != NULL:
+            r = acc_dot(self, self.data8, sk, ek)
+        else:
+            r = acc_dot(self, self.data, sk, ek)
+        self._acc_clear()
         return r
 
     cdef inline void _swap(self, int64_t j, int64_t k) noexcept nogil:
@@ -2079,3 +2162,33 @@ cdef inline void terms_axpy(DualCD en, const value_t* data, int64_t s, int64_t e
             row_axpy_s(d * tm.scale, en.indices, data, tm.start, tm.start + tm.nnz, en.bias,
                        tm.bias_col, v + tm.offset, en.stride)
 
+
+
+# The accumulator's forms of terms_axpy (d = 1) and terms_dot: the same products and sums, in the
+# same order, on the table's entries in place of v's.
+cdef inline void acc_scatter(DualCD en, const value_t* data, int64_t s, int64_t e) noexcept nogil:
+    cdef int64_t t, p
+    cdef Term tm
+    cdef double a
+    for t in range(s, e):
+        tm = en._term(t)
+        a = 1.0 * tm.scale
+        for p in range(tm.start, tm.start + tm.nnz):
+            en._acc_add(tm.offset + en.stride * en.indices[p], a * data[p])
+        if tm.bias_col >= 0:
+            en._acc_add(tm.offset + tm.bias_col, a * en.bias)
+
+
+cdef inline double acc_dot(DualCD en, const value_t* data, int64_t s, int64_t e) noexcept nogil:
+    cdef double r = 0.0, x
+    cdef int64_t t, p
+    cdef Term tm
+    for t in range(s, e):
+        tm = en._term(t)
+        x = 0.0
+        for p in range(tm.start, tm.start + tm.nnz):
+            x += en._acc_get(tm.offset + en.stride * en.indices[p]) * data[p]
+        if tm.bias_col >= 0:
+            x += en._acc_get(tm.offset + tm.bias_col) * en.bias
+        r += tm.scale * x
+    return r
