@@ -770,3 +770,36 @@ def test_a_w_buffer_handed_over_becomes_w_and_changes_nothing():
         sol = solve(c, epsilon=1e-8, max_epochs=500, seed=2, w_buffer=other)
         assert not np.shares_memory(sol.w, other) and sol.w.tobytes() == plain.w.tobytes()
     assert not short.any() and not frozen.any()
+
+
+@pytest.mark.parametrize("stride", [1, 3])
+def test_norms_and_pair_steps_of_long_constraints_sum_their_columns_exactly(stride):
+    """||x_c||^2 and x_j . x_k of constraints with many terms, as the sequence task's long sentences
+    have: hundreds of terms piled on a few columns (every column summed before it is squared), and
+    as many distinct columns as the engine's table is sized for (twice the entries of the largest
+    constraint), against the dense vectors; then the optimum, which the pair steps reach through
+    x_j . x_k."""
+    rng = np.random.default_rng(stride)
+    n_rows, n_cols = 60, 40
+    store = random_store(rng, 11, n_rows, n_cols, 0.5, unit_row=False)
+    n_w = stride * n_cols * 6 + 1
+    spots = 6 * n_cols if stride == 1 else 6       # offsets a term may take
+    piled = [(int(rng.integers(0, 3)), float(rng.choice([-1.0, 1.0])), int(rng.integers(0, 2)), True)
+             for _ in range(400)]                   # 400 terms on the columns of 3 rows
+    spread = [(r, float(rng.normal()), int(rng.integers(0, spots - n_cols if stride == 1 else spots)),
+               True) for r in range(n_rows)]        # every row, at offsets all over w
+    short = [[(int(rng.integers(0, n_rows)), 1.0, int(rng.integers(0, spots - n_cols if stride == 1
+                                                                      else spots)), False)]
+             for _ in range(6)]
+    terms = [piled, spread, piled[:7] + spread[:9]] + short
+    n = len(terms)
+    group = np.array([0, 0, 0] + [1 + i % 3 for i in range(n - 3)], dtype=np.int64)
+    c = terms_cache(store, n_cols, terms, rng.uniform(0.5, 2.0, n), group,
+                    rng.uniform(0.5, 2.0, 4), n_w, bias=0.7, stride=stride)
+    A = dense_constraints(c)
+    engine = c.engine()
+    np.testing.assert_allclose(engine.sqnorms, np.einsum("ij,ij->i", A, A), rtol=1e-12, atol=1e-12)
+    opt, _ = brute_force(c)
+    sol = solve(c, epsilon=1e-10, max_epochs=20000, seed=1)
+    assert sol.dual == pytest.approx(opt, rel=1e-7, abs=1e-9)
+    assert sol.primal - sol.dual <= 1e-8 * max(1.0, abs(opt))
