@@ -140,7 +140,8 @@ peak is n-slack's within 1-2% (the heap trimmed before each re-optimisation; in 
 135.9 against 132.7 MB, conll2000 148.3 against 146.5 MB). No schedule gets far below it on such a file: at the heap peak of
 n-slack on UD English EWT (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens'
 per-row arrays 6.5, now 2 in their narrow types) and the rest the dual state both modes hold (the
-cache's terms 26.3, the engine over them 20.1, w 16.0); a schedule holding none of the data would
+cache's terms 26.3, the engine over them 20.1, w 16.0; the engine's dense scratch of n_w zeros,
+16 of those 20.1 MB as allocated, is now a small table); a schedule holding none of the data would
 still be at about 0.85x n-slack's peak RSS, and smaller windows hold no less, since a window's
 constraints touch most of its rows. The certificate's pass after training needs w alone: the
 pipeline lets the cache go before it (unless a resume state is asked for), which was 35 MB of the
@@ -194,8 +195,10 @@ RSS / certified gap; the windows of equal size, _balanced_windows; the heap trim
 re-optimisation):
     - UD English EWT written 4 times (4 windows): 148-153 s / 149.5-149.9 MB / 0.0443, against
       324 s / 241 MB / 0.017 without a bound; two passes 239 s / 154.5 MB / 4.8e-3. The bound
-      settled at 28.3 MB. The file once (one window) takes 132.5-135.9 MB: x4 takes 10-13% more,
-      its w0, the kept evicted support vectors and the earlier windows' rows still in use;
+      settled at 28.3 MB. The file once (one window) took 132.5-135.9 MB: x4 took 10-13% more,
+      its w0, the kept evicted support vectors and the earlier windows' rows still in use. Since
+      the engine's table replaced its dense scratch: x4 144.6-145.2 MB, once 134.0-140.4 MB in
+      the same pairs (+3.0% and +8.4%; the peak of one command moves by a few MB from run to run);
     - written 8 times (7 windows of 234,000 rows): 292 s / 161.8 MB / 0.0701, against 895 s /
       354 MB / 0.0151 without a bound;
     - at glibc's 4 MB mmap threshold (the one-window default, for speed) the file written 4 and
