@@ -198,7 +198,7 @@ re-optimisation):
       settled at 28.3 MB. The file once (one window) took 132.5-135.9 MB: x4 took 10-13% more,
       its w0, the kept evicted support vectors and the earlier windows' rows still in use. Since
       the engine's table replaced its dense scratch: x4 144.6-145.2 MB, once 134.0-140.4 MB in
-      the same pairs (+3.0% and +8.4%; the peak of one command moves by a few MB from run to run);
+      three pairs (+8.4%, +3.0%, +6.4%; the peak of one command moves by a few MB from run to run);
     - written 8 times (7 windows of 234,000 rows): 292 s / 161.8 MB / 0.0701, against 895 s /
       354 MB / 0.0151 without a bound;
     - at glibc's 4 MB mmap threshold (the one-window default, for speed) the file written 4 and
