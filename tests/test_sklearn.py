@@ -32,15 +32,18 @@ def test_sklearn_checks(estimator, check):
 
 
 def _a9a():
+    """a9a (its sample in data/ without the shared data), with int32 indices: scikit-learn's
+    loader gives int64 ones, which its own LinearSVC refuses."""
+    import scipy.sparse as sp
     path = os.path.join(SHARED, "a9a", "a9a.xz")
     if os.path.exists(path):
         import lzma
-        import scipy.sparse as sp
         with lzma.open(path) as f:
             X, y = load_svmlight_file(f, n_features=123)
-        return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                             shape=X.shape), y
-    return load_svmlight_file(os.path.join(DATA, "a9a.train.sample"), n_features=123)
+    else:
+        X, y = load_svmlight_file(os.path.join(DATA, "a9a.train.sample"), n_features=123)
+    return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                         shape=X.shape), y
 
 
 def _hinge_primal(coef, X, y, C):
