@@ -21,8 +21,10 @@ Python program can go below here: `python -c pass` and `python -c "import numpy"
 Measurement: every run is a fresh child process under /usr/bin/time (a small C program; its
 fork+exec costs a millisecond), whose %M is the child's peak resident set; the wall clock runs
 around it. (Linux carries a peak RSS across exec: a child forked from the benchmark process itself
-would report at least that process's 140 MB.) Times are the best of `repeat` runs, peak memory
-the largest.
+would report at least that process's 140 MB.) Times are the best of `repeat` runs (of 11 at least
+for a command under half a second, when repeat > 1), peak memory the largest. A row's two commands run alternately
+(svmtrain, the peer, svmtrain, ...), so that a change of the machine's load during the run moves
+both sides of its ratio alike.
 
 Peers are programs built outside this repository (never committed); their paths come from the
 environment, and a row whose peer is absent is left out with a note:
@@ -94,24 +96,50 @@ def _reaped(argv):
     return [sys.executable, "-S", "-c", _WRAPPER, *argv]   # its own few MB are the floor then
 
 
+#: a command whose first run takes less than SHORT seconds is run SHORT_REPEAT times at least: the
+#: best of 3 runs of a 0.1 s process moves by 10-20% on a shared machine, a best of 11 by a few %
+SHORT = 0.5
+SHORT_REPEAT = 11
+
+
+def _run_once(argv, cwd=None):
+    """(wall seconds, peak RSS in MB, stdout) of one fresh process."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        start = time.perf_counter()
+        proc = subprocess.run(_reaped(argv), env=pinned_env(), cwd=cwd or ROOT, stdout=stdout,
+                              stderr=stderr)
+        wall = time.perf_counter() - start
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+        found = _RSS.search(err)
+        if proc.returncode != 0 or not found:
+            raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}:\n"
+                               f"{err[-2000:]}")
+        return wall, int(found.group(1)) / 1024.0, out
+
+
 def measure(argv, repeat, *, cwd=None):
-    """(best wall seconds, largest peak RSS in MB, stdout of the last run) of a fresh process."""
-    walls, peaks, out = [], [], ""
-    for _ in range(repeat):
-        with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-            start = time.perf_counter()
-            proc = subprocess.run(_reaped(argv), env=pinned_env(), cwd=cwd or ROOT, stdout=stdout,
-                                  stderr=stderr)
-            walls.append(time.perf_counter() - start)
-            stdout.seek(0)
-            stderr.seek(0)
-            out, err = stdout.read(), stderr.read()
-            found = _RSS.search(err)
-            if proc.returncode != 0 or not found:
-                raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}:\n"
-                                   f"{err[-2000:]}")
-            peaks.append(int(found.group(1)) / 1024.0)
-    return min(walls), max(peaks), out
+    """(best wall seconds, largest peak RSS in MB, stdout of the last run) of a fresh process,
+    run `repeat` times (SHORT_REPEAT when it is short)."""
+    return measure_side_by_side([argv], repeat, cwd=cwd)[0]
+
+
+def measure_side_by_side(argvs, repeat, *, cwd=None):
+    """measure() of several commands whose runs alternate (a, b, a, b, ...), so that each sees the
+    load the others see, however it drifts during the run: their ratio is what the table reports.
+    All run SHORT_REPEAT times when the first round took less than SHORT seconds for each and more
+    than one run was asked for (one run, as in a smoke run, is one run)."""
+    runs = [[] for _ in argvs]
+    rounds = repeat
+    done = 0
+    while done < rounds:
+        for argv, seen in zip(argvs, runs):
+            seen.append(_run_once(argv, cwd))
+        if done == 0 and repeat > 1 and all(seen[0][0] < SHORT for seen in runs):
+            rounds = max(rounds, SHORT_REPEAT)
+        done += 1
+    return [(min(r[0] for r in seen), max(r[1] for r in seen), seen[-1][2]) for seen in runs]
 
 
 def _mb(x):
@@ -205,27 +233,38 @@ def bench_footprint(data, quick, repeat):
                   "(wait4) of the svmtrain CLI against the peers' CLIs (settings in the notes)",
                   COLUMNS)
     py = sys.executable
-    t_pass, m_pass, _ = measure([py, "-c", "pass"], repeat)
-    t_np, m_np, _ = measure([py, "-c", "import numpy"], repeat)
-    t_help, m_help, _ = measure([BIN / "svmtrain", "--help"], repeat)
+    heart = data.plain("heart_scale/heart_scale")
+    with tempfile.TemporaryDirectory() as tmp:
+        (t_pass, m_pass, _), (t_np, m_np, _), (t_help, m_help, _), (t_heart, m_heart, _) = \
+            measure_side_by_side([[py, "-c", "pass"], [py, "-c", "import numpy"],
+                                  [BIN / "svmtrain", "--help"],
+                                  [BIN / "svmtrain", "train", "-q", "-t", "binary", heart,
+                                   Path(tmp) / "model"]], repeat)
     table.rows.append(_row("python -c pass", "", (t_pass, m_pass)))
     table.rows.append(_row("python -c 'import numpy' (the floor)", "", (t_np, m_np)))
-    table.rows.append(_row("svmtrain --help", "", (t_help, m_help), (t_np, m_np), "import numpy"))
+    table.rows.append(_row("svmtrain --help", "", (t_help, m_help), (t_pass, m_pass), "python -c pass"))
+    table.rows.append(_row("train -t binary (default)", "heart_scale", (t_heart, m_heart),
+                           (t_np, m_np), "import numpy"))
     table.summary["floor"] = {"python_seconds": t_pass, "numpy_seconds": t_np,
-                              "help_seconds": t_help, "numpy_mb": m_np, "help_mb": m_help}
+                              "help_seconds": t_help, "numpy_mb": m_np, "help_mb": m_help,
+                              "heart_scale_seconds": t_heart, "heart_scale_mb": m_heart,
+                              "heart_scale_over_floor": t_heart / t_np}
     missing = [f"{v} ({what})" for v, what in PEER_VARIABLES.items() if not peer(v)]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for label, task, train, test, solver, extra in _sets(data, quick):
             mode = " ".join(extra) or "default"
             model, ll_model = tmp / "model", tmp / "ll.model"
-            t_ours, m_ours, _ = measure([BIN / "svmtrain", "train", "-q", "-t", task, *extra, train,
-                                         model], repeat)
+            ours = [BIN / "svmtrain", "train", "-q", "-t", task, *extra, train, model]
+            if ll_train:
+                (t_ours, m_ours, _), (t_ll, m_ll, _) = measure_side_by_side(
+                    [ours, [ll_train, "-q", "-s", solver, train, ll_model]], repeat)
+            else:
+                t_ours, m_ours, _ = measure(ours, repeat)
             record = {"run": "train", "data": label, "task": task, "options": extra,
                       "ours_seconds": t_ours, "ours_mb": m_ours}
             run = f"train -t {task} ({mode})"
             if ll_train:
-                t_ll, m_ll, _ = measure([ll_train, "-q", "-s", solver, train, ll_model], repeat)
                 record.update(peer_seconds=t_ll, peer_mb=m_ll, peer=f"LIBLINEAR train -s {solver}")
                 table.rows.append(_row(run, label, (t_ours, m_ours), (t_ll, m_ll),
                                        f"LL train -s {solver}"))
@@ -235,11 +274,14 @@ def bench_footprint(data, quick, repeat):
             if test is None or extra:
                 continue
             out = tmp / "out"
-            t_ours, m_ours, _ = measure([BIN / "svmtrain", "predict", "-q", test, model, out],
-                                        repeat)
+            ours = [BIN / "svmtrain", "predict", "-q", test, model, out]
+            if ll_train and ll_predict:
+                (t_ours, m_ours, _), (t_ll, m_ll, _) = measure_side_by_side(
+                    [ours, [ll_predict, "-q", test, ll_model, tmp / "ll.out"]], repeat)
+            else:
+                t_ours, m_ours, _ = measure(ours, repeat)
             record = {"run": "predict", "data": label, "ours_seconds": t_ours, "ours_mb": m_ours}
             if ll_train and ll_predict:
-                t_ll, m_ll, _ = measure([ll_predict, "-q", test, ll_model, out], repeat)
                 record.update(peer_seconds=t_ll, peer_mb=m_ll, peer="LIBLINEAR predict")
                 table.rows.append(_row("predict", f"{label} test", (t_ours, m_ours), (t_ll, m_ll),
                                        "LL predict"))
@@ -255,8 +297,9 @@ def bench_footprint(data, quick, repeat):
         "time ratio = svmtrain / peer (< 1: svmtrain is faster); memory ratio = svmtrain's peak "
         "RSS / the peer's. Settings: svmtrain -e 1e-3 (--mode auto unless -m is given); LIBLINEAR "
         "its defaults, -s 3 (binary) / -s 4 (multiclass) with -e 0.1; no bias in either.",
-        "svmtrain --help against the floor: the interpreter plus numpy's import, which every "
-        "svmtrain command pays.",
+        "svmtrain --help against the interpreter alone (it imports neither numpy nor click); "
+        "train on heart_scale (270 rows) against the floor, the interpreter plus numpy's import, "
+        "which every training pays. Each row's commands ran alternately.",
     ]
     return table
 
@@ -268,15 +311,17 @@ def _ranking(data, quick, repeat, tmp, table, rank_learn):
     queries = count_groups(train)
     c = SVM_RANK_C / queries
     name = f"svm_rank -c {SVM_RANK_C:g}"
+    modes = ("n-slack", "1-slack")
+    argvs = [[BIN / "svmtrain", "train", "-q", "-t", "ranking", "-m", mode, "-c", repr(c), train,
+              tmp / f"rank.{mode}.model"] for mode in modes]
     if rank_learn:
-        model = tmp / "svm_rank.model"
-        t_p, m_p, out = measure([rank_learn, "-c", repr(SVM_RANK_C), train, model], repeat)
+        argvs.append([rank_learn, "-c", repr(SVM_RANK_C), train, tmp / "svm_rank.model"])
+    measured = measure_side_by_side(argvs, repeat)
+    if rank_learn:
+        t_p, m_p, out = measured[-1]
         p_peer = peer_primal(out)
-    for mode in ("n-slack", "1-slack"):
-        model = tmp / "rank.model"
-        t_ours, m_ours, _ = measure([BIN / "svmtrain", "train", "-q", "-t", "ranking", "-m", mode,
-                                     "-c", repr(c), train, model], repeat)
-        p_ours = model_primal(model)
+    for mode, (t_ours, m_ours, _) in zip(modes, measured):
+        p_ours = model_primal(tmp / f"rank.{mode}.model")
         run = f"train -t ranking -c {c:.4g} ({mode})"
         label = f"ohsumed ({queries} queries)"
         record = {"run": "train", "data": "ohsumed", "task": "ranking", "mode": mode, "C": c,

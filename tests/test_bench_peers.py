@@ -114,3 +114,15 @@ def test_crfpeer_imports_no_numpy(tmp_path):
              "print('numpy' in sys.modules, 'pycrfsuite' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_commands_side_by_side_alternate_and_short_ones_run_eleven_times(tmp_path):
+    log = tmp_path / "log"
+    argvs = [["sh", "-c", f"echo a >> {log}"], ["sh", "-c", f"echo b >> {log}"]]
+    measured = footprint.measure_side_by_side(argvs, 2)
+    assert log.read_text().split() == ["a", "b"] * footprint.SHORT_REPEAT
+    assert [len(m) for m in measured] == [3, 3]
+    assert all(seconds > 0 and mb > 0 for seconds, mb, _ in measured)
+    log.unlink()
+    footprint.measure_side_by_side(argvs, 1)         # one run asked for: one run (a smoke run)
+    assert log.read_text().split() == ["a", "b"]
