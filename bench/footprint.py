@@ -22,9 +22,9 @@ Measurement: every run is a fresh child process under /usr/bin/time (a small C p
 fork+exec costs a millisecond), whose %M is the child's peak resident set; the wall clock runs
 around it. (Linux carries a peak RSS across exec: a child forked from the benchmark process itself
 would report at least that process's 140 MB.) Times are the best of `repeat` runs (of 11 at least
-for a command under half a second, when repeat > 1), peak memory the largest. A row's two commands run alternately
-(svmtrain, the peer, svmtrain, ...), so that a change of the machine's load during the run moves
-both sides of its ratio alike.
+for a command under half a second, when repeat > 1), peak memory the largest. A row's commands
+run alternately (svmtrain, the peer, svmtrain, ...), so that a change of the machine's load
+during the run moves both sides of its ratio alike.
 
 Peers are programs built outside this repository (never committed); their paths come from the
 environment, and a row whose peer is absent is left out with a note:
@@ -121,24 +121,20 @@ def _run_once(argv, cwd=None):
 
 def measure(argv, repeat, *, cwd=None):
     """(best wall seconds, largest peak RSS in MB, stdout of the last run) of a fresh process,
-    run `repeat` times (SHORT_REPEAT when it is short)."""
+    run `repeat` times (SHORT_REPEAT times at least when it is short: measure_side_by_side)."""
     return measure_side_by_side([argv], repeat, cwd=cwd)[0]
 
 
 def measure_side_by_side(argvs, repeat, *, cwd=None):
     """measure() of several commands whose runs alternate (a, b, a, b, ...), so that each sees the
     load the others see, however it drifts during the run: their ratio is what the table reports.
-    All run SHORT_REPEAT times when the first round took less than SHORT seconds for each and more
-    than one run was asked for (one run, as in a smoke run, is one run)."""
-    runs = [[] for _ in argvs]
-    rounds = repeat
-    done = 0
-    while done < rounds:
+    When more than one run is asked for (a smoke run asks for one) and the first round took less
+    than SHORT seconds for every command, all run SHORT_REPEAT times at least."""
+    runs = [[_run_once(argv, cwd)] for argv in argvs]
+    short = repeat > 1 and all(seen[0][0] < SHORT for seen in runs)
+    for _ in range(max(repeat, SHORT_REPEAT if short else 1) - 1):
         for argv, seen in zip(argvs, runs):
             seen.append(_run_once(argv, cwd))
-        if done == 0 and repeat > 1 and all(seen[0][0] < SHORT for seen in runs):
-            rounds = max(rounds, SHORT_REPEAT)
-        done += 1
     return [(min(r[0] for r in seen), max(r[1] for r in seen), seen[-1][2]) for seen in runs]
 
 
@@ -242,7 +238,8 @@ def bench_footprint(data, quick, repeat):
                                    Path(tmp) / "model"]], repeat)
     table.rows.append(_row("python -c pass", "", (t_pass, m_pass)))
     table.rows.append(_row("python -c 'import numpy' (the floor)", "", (t_np, m_np)))
-    table.rows.append(_row("svmtrain --help", "", (t_help, m_help), (t_pass, m_pass), "python -c pass"))
+    table.rows.append(_row("svmtrain --help", "", (t_help, m_help), (t_pass, m_pass),
+                           "python -c pass"))
     table.rows.append(_row("train -t binary (default)", "heart_scale", (t_heart, m_heart),
                            (t_np, m_np), "import numpy"))
     table.summary["floor"] = {"python_seconds": t_pass, "numpy_seconds": t_np,
