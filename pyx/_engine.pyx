@@ -1098,8 +1098,7 @@ cdef class DualCD:
 
     cdef double _sqnorm(self, int64_t k, bint* nonzero) noexcept nogil:
         """||x_c||^2 in the terms layout, exactly (terms may overlap); `nonzero`: is x_c != 0."""
-        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, t, p, col
-        cdef uint64_t h
+        cdef int64_t s = self.start[k], e = s + self.nk[k].nnz, i
         cdef double r = 0.0, v
         cdef Term tm
         if e - s == 1:
@@ -1108,18 +1107,12 @@ cdef class DualCD:
             return tm.scale * tm.scale * self._row_sqnorm(tm.start, tm.start + tm.nnz, tm.bias_col)
         nonzero[0] = False
         self._acc_scatter(k)
-        # read each column once, in the order the terms reach it: square it and zero it (a repeated
-        # column then reads 0)
-        for t in range(s, e):
-            tm = self._term(t)
-            for p in range(tm.start, tm.start + tm.nnz + (1 if tm.bias_col >= 0 else 0)):
-                col = tm.offset + (self.stride * self.indices[p] if p < tm.start + tm.nnz else tm.bias_col)
-                h = self._acc_slot(col)
-                v = self.acc_val[h]
-                if v != 0.0:
-                    nonzero[0] = True
-                    r += v * v
-                    self.acc_val[h] = 0.0
+        # each column once, in the order the terms first reach it (the table's filling order)
+        for i in range(self.acc_n_used):
+            v = self.acc_val[self.acc_used[i]]
+            if v != 0.0:
+                nonzero[0] = True
+                r += v * v
         self._acc_clear()
         return r
 
