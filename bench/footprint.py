@@ -177,7 +177,9 @@ def count_groups(path):
 
 
 def _sets(data, quick):
-    """(label, svmtrain task, train file, test file or None, LIBLINEAR -s, svmtrain extra args)."""
+    """(label, svmtrain task, train file, test file or None, LIBLINEAR -s, svmtrain extra args).
+    kddcup99 has no test file: its predict row reads the training file (494,020 rows), the large
+    set the issue's predict figures ask for."""
     kdd, _info = data.kddcup99_binary()
     sets = [("heart_scale", "binary", data.plain("heart_scale/heart_scale"), None, 3, []),
             ("a9a", "binary", data.plain("a9a/a9a"), data.plain("a9a/a9a.t"), 3, []),
@@ -187,7 +189,7 @@ def _sets(data, quick):
             ("pendigits /100", "multiclass",
              data.scaled("pendigits/pendigits", "pendigits.s100", by=100),
              data.scaled("pendigits/pendigits.t", "pendigits.t.s100", by=100), 4, []),
-            ("kddcup99 binary", "binary", kdd, None, 3, []),          # (auto: 1-slack)
+            ("kddcup99 binary", "binary", kdd, kdd, 3, []),           # (auto: 1-slack)
             ("kddcup99 binary", "binary", kdd, None, 3, ["-m", "n-slack"]),
             ("sector", "multiclass", data.plain("sector/sector.scale"),
              data.plain("sector/sector.t.scale"), 4, [])]
@@ -271,6 +273,7 @@ def bench_footprint(data, quick, repeat):
             if test is None or extra:
                 continue
             out = tmp / "out"
+            read = f"{label} train file" if test == train else f"{label} test"
             ours = [BIN / "svmtrain", "predict", "-q", test, model, out]
             if ll_train and ll_predict:
                 (t_ours, m_ours, _), (t_ll, m_ll, _) = measure_side_by_side(
@@ -280,10 +283,10 @@ def bench_footprint(data, quick, repeat):
             record = {"run": "predict", "data": label, "ours_seconds": t_ours, "ours_mb": m_ours}
             if ll_train and ll_predict:
                 record.update(peer_seconds=t_ll, peer_mb=m_ll, peer="LIBLINEAR predict")
-                table.rows.append(_row("predict", f"{label} test", (t_ours, m_ours), (t_ll, m_ll),
+                table.rows.append(_row("predict", read, (t_ours, m_ours), (t_ll, m_ll),
                                        "LL predict"))
             else:
-                table.rows.append(_row("predict", f"{label} test", (t_ours, m_ours)))
+                table.rows.append(_row("predict", read, (t_ours, m_ours)))
             table.records.append(record)
         _ranking(data, quick, repeat, tmp, table, rank_learn)
         _sequence(data, quick, repeat, tmp, table, hmm_learn)
