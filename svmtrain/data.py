@@ -40,6 +40,19 @@ def index_dtype(largest: int):
     return np.int32 if largest <= np.iinfo(np.int32).max else np.int64
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of a 1-d array, as np.unique(values) gives them (no NaN here:
+    the reader refuses it). np.unique without return_* arguments asks numpy.ma whether the array is
+    masked, which imports numpy.ma: 11 ms, a tenth of a short training run's whole process."""
+    s = np.sort(values)                  # the sort np.unique runs
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def crc32_as(a, dtype, crc=0, piece=1 << 20):
     """CRC-32 of a's entries as `dtype`, a piece at a time (no copy of the whole array): the same
     for the same values however they are stored (int32 or int64 columns, float32 or float64

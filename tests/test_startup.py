@@ -65,6 +65,17 @@ def test_training_imports_only_its_mode(tmp_path):
     assert len(ours) <= 29, sorted(ours)     # with svmtrain.auto and the CLI's records
 
 
+@pytest.mark.parametrize("task, data", [("multiclass", "pendigits_scale.train.sample"),
+                                        ("sequence", "conll2000.train.svm"),
+                                        ("ranking", "ohsumed.train.sample")])
+def test_training_a_task_imports_no_numpy_ma(tmp_path, task, data):
+    """np.unique(x) imports numpy.ma (11 ms) to ask whether x is masked: the tasks' label sets
+    come from svmtrain.data.distinct instead."""
+    mods = _modules("train", "-q", "-t", task, os.path.join(DATA, data), str(tmp_path / "m"))
+    assert "svmtrain.tasks." + task in mods
+    assert "numpy.ma" not in mods
+
+
 def test_the_collector_is_on_for_the_command(tmp_path):
     """The console script imports with the cyclic collector off (svmtrain.__main__); the command
     itself runs with it on, the imported modules frozen out of its way."""

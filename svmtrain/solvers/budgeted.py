@@ -50,7 +50,7 @@ import numpy as np
 from svmtrain._budget import (Expansion, bsca_epoch, bsgd_epoch, ensure_merge_table, kernel_quadratic,
                              row_sqnorms)
 from svmtrain._linear import hinge_sum
-from svmtrain.data import take_rows
+from svmtrain.data import distinct, take_rows
 from svmtrain.engine import relative_gap
 
 OPTIMIZERS = ("bsca", "bsgd")   # the CLI says --optimizer bsca|sgd
@@ -191,7 +191,7 @@ class KernelDual:
     def __init__(self, task, model, path):
         self.task, self.path, self.model = task, path, model
         sets = model.alphas
-        self.rows = np.unique(np.concatenate([r for r, _ in sets])) if sets else np.zeros(0, np.int64)
+        self.rows = distinct(np.concatenate([r for r, _ in sets])) if sets else np.zeros(0, np.int64)
         self.alpha = np.zeros((len(self.rows), len(sets)))
         for k, (r, v) in enumerate(sets):
             self.alpha[np.searchsorted(self.rows, r), k] = v

@@ -19,7 +19,7 @@ keeps the class-major K x width matrix; model_weights and solver_weights convert
 import numpy as np
 
 from svmtrain._oracles import block_scores, multiclass_predict, multiclass_worst
-from svmtrain.data import DataError
+from svmtrain.data import DataError, distinct
 from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, describe_labels
 
 # Listing every (i, j) measured faster than cutting planes on pendigits (K = 10), on sector
@@ -51,7 +51,7 @@ class Multiclass(LabelledTask):
         options = options or {}
         if options.get("loss") not in (None, "zero-one"):
             raise DataError(path, None, f"the multiclass task has the zero-one loss, not {options['loss']}")
-        values = np.unique(block.target)
+        values = distinct(block.target)
         if len(values) < 2:
             raise DataError(path, None, f"the multiclass task needs at least two classes, found "
                                         f"{len(values)} ({describe_labels(values)})")

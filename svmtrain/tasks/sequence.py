@@ -23,7 +23,8 @@ import zlib
 import numpy as np
 
 from svmtrain._oracles import block_scores, viterbi, viterbi_loss_augmented
-from svmtrain.data import DataError, index_dtype, narrow_row_arrays, repeated_run, value_dtype
+from svmtrain.data import (DataError, distinct, index_dtype, narrow_row_arrays, repeated_run,
+                           value_dtype)
 from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, group_costs
 from svmtrain.tasks.multiclass import AccuracyMetric
 
@@ -102,7 +103,7 @@ class Sequence(LabelledTask):
     @classmethod
     def from_training_data(cls, block, path, options=None):
         options = options or {}
-        tags = np.unique(block.target)
+        tags = distinct(block.target)
         if len(tags) < 1:
             raise DataError(path, None, "the sequence task needs at least one tagged token")
         return cls(tags, options.get("loss"), options.get("rescaling"))
