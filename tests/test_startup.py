@@ -76,6 +76,14 @@ def test_training_a_task_imports_no_numpy_ma(tmp_path, task, data):
     assert "numpy.ma" not in mods
 
 
+def test_one_slack_on_one_thread_starts_no_thread_pool(tmp_path):
+    """concurrent.futures (and the logging it imports) only for --threads above 1."""
+    mods = _modules("train", "-q", "-m", "1-slack", os.path.join(DATA, "heart_scale"),
+                    str(tmp_path / "m"))
+    assert "svmtrain.solvers.oneslack" in mods
+    assert not {"concurrent.futures", "logging"} & mods
+
+
 def test_the_collector_is_on_for_the_command(tmp_path):
     """The console script imports with the cyclic collector off (svmtrain.__main__); the command
     itself runs with it on, the imported modules frozen out of its way."""

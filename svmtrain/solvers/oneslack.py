@@ -120,7 +120,6 @@ the plane as it goes).
 
 import queue
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -509,7 +508,12 @@ class LocalShards:
             self.shards = [_Shard(sub, task.problem(sub, path, C, geometry))
                            for sub in (block.rows(a, b) for a, b in bounds)]
         self.n_threads = n_threads = max(1, min(threads, len(self.shards)))
-        self.pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+        self.pool = None
+        if n_threads > 1:
+            # imported here: concurrent.futures brings logging and threading's queue (2 ms of a
+            # one-thread run's start)
+            from concurrent.futures import ThreadPoolExecutor
+            self.pool = ThreadPoolExecutor(n_threads)
         self.scratches = queue.SimpleQueue()
         for _ in range(n_threads):
             self.scratches.put(_Scratch(self.n_w))
