@@ -254,40 +254,20 @@ def bench_footprint(data, quick, repeat):
         for label, task, train, test, solver, extra in _sets(data, quick):
             mode = " ".join(extra) or "default"
             model, ll_model = tmp / "model", tmp / "ll.model"
-            ours = [BIN / "svmtrain", "train", "-q", "-t", task, *extra, train, model]
-            if ll_train:
-                (t_ours, m_ours, _), (t_ll, m_ll, _) = measure_side_by_side(
-                    [ours, [ll_train, "-q", "-s", solver, train, ll_model]], repeat)
-            else:
-                t_ours, m_ours, _ = measure(ours, repeat)
-            record = {"run": "train", "data": label, "task": task, "options": extra,
-                      "ours_seconds": t_ours, "ours_mb": m_ours}
-            run = f"train -t {task} ({mode})"
-            if ll_train:
-                record.update(peer_seconds=t_ll, peer_mb=m_ll, peer=f"LIBLINEAR train -s {solver}")
-                table.rows.append(_row(run, label, (t_ours, m_ours), (t_ll, m_ll),
-                                       f"LL train -s {solver}"))
-            else:
-                table.rows.append(_row(run, label, (t_ours, m_ours)))
-            table.records.append(record)
+            ll = [ll_train, "-q", "-s", solver, train, ll_model] if ll_train else None
+            _against_liblinear(table, {"run": "train", "data": label, "task": task,
+                                       "options": extra},
+                               f"train -t {task} ({mode})", label,
+                               [BIN / "svmtrain", "train", "-q", "-t", task, *extra, train, model],
+                               ll, f"train -s {solver}", repeat)
             if test is None or extra:
                 continue
-            out = tmp / "out"
-            read = f"{label} train file" if test == train else f"{label} test"
-            ours = [BIN / "svmtrain", "predict", "-q", test, model, out]
-            if ll_train and ll_predict:
-                (t_ours, m_ours, _), (t_ll, m_ll, _) = measure_side_by_side(
-                    [ours, [ll_predict, "-q", test, ll_model, tmp / "ll.out"]], repeat)
-            else:
-                t_ours, m_ours, _ = measure(ours, repeat)
-            record = {"run": "predict", "data": label, "ours_seconds": t_ours, "ours_mb": m_ours}
-            if ll_train and ll_predict:
-                record.update(peer_seconds=t_ll, peer_mb=m_ll, peer="LIBLINEAR predict")
-                table.rows.append(_row("predict", read, (t_ours, m_ours), (t_ll, m_ll),
-                                       "LL predict"))
-            else:
-                table.rows.append(_row("predict", read, (t_ours, m_ours)))
-            table.records.append(record)
+            ll = ([ll_predict, "-q", test, ll_model, tmp / "ll.out"] if ll_train and ll_predict
+                  else None)
+            _against_liblinear(table, {"run": "predict", "data": label}, "predict",
+                               f"{label} train file" if test == train else f"{label} test",
+                               [BIN / "svmtrain", "predict", "-q", test, model, tmp / "out"],
+                               ll, "predict", repeat)
         _ranking(data, quick, repeat, tmp, table, rank_learn)
         _sequence(data, quick, repeat, tmp, table, hmm_learn)
     if missing:
@@ -302,6 +282,21 @@ def bench_footprint(data, quick, repeat):
         "which every training pays. Each row's commands ran alternately.",
     ]
     return table
+
+
+def _against_liblinear(table, record, run, data, ours, ll, ll_name, repeat):
+    """One row and record: svmtrain's command `ours` alternated with LIBLINEAR's `ll` (its
+    `ll_name`, e.g. "train -s 3"), or alone when LIBLINEAR is absent (ll None)."""
+    measured = measure_side_by_side([ours] if ll is None else [ours, ll], repeat)
+    t_ours, m_ours, _ = measured[0]
+    record.update(ours_seconds=t_ours, ours_mb=m_ours)
+    if ll is None:
+        table.rows.append(_row(run, data, (t_ours, m_ours)))
+    else:
+        t_ll, m_ll, _ = measured[1]
+        record.update(peer_seconds=t_ll, peer_mb=m_ll, peer=f"LIBLINEAR {ll_name}")
+        table.rows.append(_row(run, data, (t_ours, m_ours), (t_ll, m_ll), f"LL {ll_name}"))
+    table.records.append(record)
 
 
 def _ranking(data, quick, repeat, tmp, table, rank_learn):
