@@ -19,7 +19,7 @@ _EXPORTS = {
     "Problem": "svmtrain.options", "NSlack": "svmtrain.options", "OneSlack": "svmtrain.options",
     "OnlineDual": "svmtrain.options", "Budgeted": "svmtrain.options",
     "Controls": "svmtrain.options", "Local": "svmtrain.options", "Dask": "svmtrain.options",
-    "OptionError": "svmtrain.options", "InputError": "svmtrain.errors",
+    "OptionError": "svmtrain.errors", "InputError": "svmtrain.errors",
     "DataError": "svmtrain.data", "ModelError": "svmtrain.model", "Model": "svmtrain.model",
     "RunStats": "svmtrain.pipeline", "StructuredTask": "svmtrain.tasks.protocol",
 }

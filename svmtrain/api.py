@@ -21,18 +21,42 @@ import functools
 import math
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from svmtrain import BLAS_THREAD_VARIABLES
-from svmtrain.errors import InputError
-from svmtrain.options import (Budgeted, Controls, Dask, Local, NSlack, OneSlack, OnlineDual,
-                              OptionError, Problem)
+from svmtrain.errors import InputError, OptionError
+
+if TYPE_CHECKING:
+    from svmtrain.options import Controls, Problem
+
+# The option records are imported where a function takes them: `predict` reads a model and a
+# data file and needs none of them (creating their eight frozen dataclasses is 5 ms of start-up).
+_OPTION_RECORDS = ("Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls", "Local",
+                   "Dask")
 
 __all__ = ["train", "predict", "verify_bound", "cross_validate", "c_path", "Certificate", "Predictions", "Verification",
            "as_source", "Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls",
            "Local", "Dask"]
+
+
+def __getattr__(name):
+    """svmtrain.api.Problem and the other option records, as `__all__` promises, on first use."""
+    if name in _OPTION_RECORDS:
+        from svmtrain import options
+        return getattr(options, name)
+    raise AttributeError(f"module 'svmtrain.api' has no attribute {name!r}")
+
+
+def _on_dask(where):
+    """Whether `where` is Dask(...) (None and Local() run here); anything else is an OptionError."""
+    if where is None:
+        return False
+    from svmtrain.options import Dask, Local
+    if not isinstance(where, (Local, Dask)):
+        raise OptionError(f"where must be Local() or Dask(...), got {type(where).__name__}")
+    return isinstance(where, Dask)
 
 
 def _one_blas_thread(function):
@@ -144,16 +168,16 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
     Returns the Model, its certificate in `model.certificate`, the run's figures in `model.stats`.
     Raises OptionError, DataError, ModelError or InputError on bad input.
     """
+    from svmtrain.options import Controls, Local, Problem
     from svmtrain.pipeline import TrainingRun, resolve_mode, run_training
     problem = Problem() if problem is None else problem
     controls = Controls() if controls is None else controls
-    where = Local() if where is None else where
     if not isinstance(problem, Problem):
         raise OptionError(f"problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(controls, Controls):
         raise OptionError(f"controls must be Controls, got {type(controls).__name__}")
-    if not isinstance(where, (Local, Dask)):
-        raise OptionError(f"where must be Local() or Dask(...), got {type(where).__name__}")
+    _on_dask(where)
+    where = Local() if where is None else where
     if problem.user_task and not isinstance(data, (str, os.PathLike)):
         from svmtrain.data import MemorySource       # the task's own (x, y) examples
         source = MemorySource([], name="<examples>")
@@ -228,13 +252,12 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
     from svmtrain.progress import byte_bar
     name = model if isinstance(model, str) else "<model>"
     model = _model(model)
-    where = Local() if where is None else where
+    dask = _on_dask(where)
     source = as_source(data)
     task, predict_block = scorer(model, task, name)
     user = getattr(task, "iter_blocks", None)      # a user task reads its own file
     zero_based = model.index_base == 0
     metric = task.new_metric()
-    dask = isinstance(where, Dask)
     if dask:
         where.check()
         if model.mode == "budgeted" or user is not None:
@@ -308,7 +331,7 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
     from svmtrain.tasks import task_class
     name = model if isinstance(model, str) else "<model>"
     model = _model(model)
-    where = Local() if where is None else where
+    dask = _on_dask(where)
     if tol is not None and not (isinstance(tol, (int, float)) and tol >= 0 and math.isfinite(tol)):
         raise OptionError(f"must be a non-negative number, got {tol}", "--tol")
     if model.dual is None or model.C is None:
@@ -317,7 +340,7 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
     tol = model.epsilon if tol is None else tol
     source = as_source(data)
     user = _user_adapter(model, name, task) if model.task == "user" or task is not None else None
-    if user is not None and (isinstance(where, Dask) or example_weights is not None):
+    if user is not None and (dask or example_weights is not None):
         raise InputError("verify-bound of a user task runs here, without --workers or --weights")
     task = user if user is not None else task_class(model.task).from_model(model)
     dual_acc = prepare = None
@@ -336,7 +359,6 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
         except ControlError as e:
             raise InputError(f"{name}: {e}") from None
         acc = objective.PrimalAccumulator(task, w, geometry, model.C, source)
-    dask = isinstance(where, Dask)
     if dask:
         where.check()
         if dual_acc is not None or prepare is not None:

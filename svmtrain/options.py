@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Optional, Union
 
+from svmtrain.errors import OptionError
+
 __all__ = ["OptionError", "Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls",
            "Local", "Dask", "TASKS", "MODES", "LINEAR_MODES", "check_run", "mode_name",
            "mode_record"]
@@ -30,21 +32,6 @@ BUDGETED_TASKS = ("binary", "multiclass", "regression")
 #: 1-slack on Dask: the tasks whose examples are whole inside byte ranges
 DASK_ONESLACK_TASKS = ("binary", "multiclass", "regression", "sequence", "ranking")
 DASK_NSLACK_TASKS = ("binary", "regression", "multiclass")
-
-
-class OptionError(ValueError):
-    """An option value, or a combination of options, that cannot run.
-
-    `flag` is the command-line spelling of the option at fault (e.g. "--loss"), None when the
-    message names it already.
-    """
-
-    def __init__(self, message: str, flag: Optional[str] = None):
-        super().__init__(message)
-        self.message, self.flag = message, flag
-
-    def __str__(self):
-        return f"{self.flag}: {self.message}" if self.flag else self.message
 
 
 def _finite(x) -> bool:

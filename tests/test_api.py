@@ -155,6 +155,24 @@ def test_options_are_checked_before_reading(kwargs, flag, message):
     assert e.value.flag == flag and message in e.value.message
 
 
+def test_where_is_local_or_dask_for_every_function(tmp_path):
+    """predict and verify_bound take where=None as this process without importing the option
+    records; anything but Local() or Dask(...) is refused, by train as by them."""
+    path = os.path.join(DATA, "heart_scale")
+    model = svmtrain.train(path)
+    here = svmtrain.predict(model, path)
+    assert np.array_equal(svmtrain.predict(model, path, where=svmtrain.Local()).values, here.values)
+    for call in (lambda: svmtrain.train(path, where="local"),
+                 lambda: svmtrain.predict(model, path, where="local"),
+                 lambda: svmtrain.verify_bound(model, path, where="local")):
+        with pytest.raises(OptionError, match="where must be Local"):
+            call()
+    # the records are still the library's, as svmtrain.api's __all__ says
+    from svmtrain import api
+    assert api.Problem is svmtrain.Problem and api.Dask is svmtrain.Dask
+    assert svmtrain.OptionError is OptionError
+
+
 def test_cli_prints_the_library_messages():
     r = CliRunner().invoke(main, ["train", "-t", "binary", "--loss", "hamming", "x", "y"])
     assert r.exit_code == 2 and "--loss" in r.output and "applies to the multiclass" in r.output

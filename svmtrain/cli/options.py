@@ -19,7 +19,7 @@ def checked(check, *args):
     """A click callback running one of svmtrain.options' checks on the value (the message the
     library gives, shown as click's 'Invalid value for ...')."""
     def callback(ctx, param, value):
-        from svmtrain.options import OptionError
+        from svmtrain.errors import OptionError
         try:
             check(value, *args)
         except OptionError as e:
@@ -32,9 +32,8 @@ def checked(check, *args):
 def user_errors():
     """Turn input errors into exit status 2 and Ctrl-C into 130, with one clear line each."""
     from svmtrain.data import DataError
-    from svmtrain.errors import InputError as LibraryInputError
+    from svmtrain.errors import InputError as LibraryInputError, OptionError
     from svmtrain.model import ModelError
-    from svmtrain.options import OptionError
     try:
         yield
     except OptionError as e:
@@ -92,9 +91,11 @@ def dask_options(group="Dask"):
 
 
 def dask_where(workers, scheduler):
-    """Local() or Dask(...) from the flags (checked by the library)."""
-    from svmtrain.options import Dask, Local
-    return Dask(workers=workers, scheduler=scheduler) if workers or scheduler else Local()
+    """Dask(...) from the flags, checked, or None (this process) without them."""
+    if not (workers or scheduler):
+        return None
+    from svmtrain.options import Dask
+    return Dask(workers=workers, scheduler=scheduler).check()
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True,

@@ -28,7 +28,6 @@ def predict(test_file, model_file, output, scores, as_json, quiet, workers, sche
     from svmtrain import api
     with user_errors():
         where = dask_where(workers, scheduler)
-        where.check()
         task = load_user_task(task_module, task_options)
         result = api.predict(model_file, test_file, output=output or "-", scores=scores, where=where,
                              task=task,

@@ -4,15 +4,14 @@ import sys
 
 import click
 
-from svmtrain.cli.options import (load_user_task, task_module_options, checked, dask_options, dask_where, data_path, json_option,
+from svmtrain.cli.options import (load_user_task, task_module_options, dask_options, dask_where, data_path, json_option,
                                   quiet_option, show_progress, user_errors)
-from svmtrain.options import check_nonnegative
 
 
 @click.command("verify-bound")
 @click.argument("model_file", type=click.Path(dir_okay=False, allow_dash=False))
 @data_path(name="data_file")
-@click.option("--tol", type=float, default=None, callback=checked(check_nonnegative, "the tolerance"),
+@click.option("--tol", type=float, default=None,       # checked by api.verify_bound
               help="Largest acceptable relative gap (P-D)/P (default: the model's epsilon).")
 @click.option("--weights", "weights_file", type=click.Path(dir_okay=False), default=None,
               help="The example weights file of a model trained with --weights (default: the "
@@ -31,7 +30,6 @@ def verify_bound(model_file, data_file, tol, weights_file, as_json, quiet, worke
     from svmtrain import api
     with user_errors():
         where = dask_where(workers, scheduler)
-        where.check()
         task = load_user_task(task_module, task_options)
         v = api.verify_bound(model_file, data_file, tol=tol, example_weights=weights_file, task=task,
                              where=where, progress=show_progress(quiet))
