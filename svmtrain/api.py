@@ -176,7 +176,7 @@ def train(data, problem: Optional[Problem] = None, mode=None, controls: Optional
         raise OptionError(f"problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(controls, Controls):
         raise OptionError(f"controls must be Controls, got {type(controls).__name__}")
-    _on_dask(where)
+    _on_dask(where)                  # (refuses a where that is neither Local() nor Dask(...))
     where = Local() if where is None else where
     if problem.user_task and not isinstance(data, (str, os.PathLike)):
         from svmtrain.data import MemorySource       # the task's own (x, y) examples
