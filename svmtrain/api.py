@@ -326,7 +326,7 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
     of a model of your own task: P(w) from its own oracle over its own reading of the data."""
     from svmtrain import data as data_layer, objective
     from svmtrain.controls import ControlError, certified_objective
-    from svmtrain.engine import relative_gap
+    from svmtrain.objective import relative_gap
     from svmtrain.progress import byte_bar
     from svmtrain.tasks import task_class
     name = model if isinstance(model, str) else "<model>"

@@ -123,7 +123,7 @@ class ControlledRun:
         if not self.active or not self.controls.reparametrized:
             return
         from svmtrain import objective
-        from svmtrain.engine import relative_gap
+        from svmtrain.objective import relative_gap
         geometry = result.geometry
         w = self.task.to_model(result.w, geometry)
         # price the w the model will hold (w_hat rebuilt from it, as verify-bound will)

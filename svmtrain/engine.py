@@ -14,6 +14,7 @@ import numpy as np
 
 from svmtrain import interrupt
 from svmtrain._engine import DualCD
+from svmtrain.objective import relative_gap   # (the solvers take it from here too)
 
 
 @dataclass
@@ -137,14 +138,6 @@ class Solution:
     visits: int = 0              # constraints visited over all epochs
     gradients: Optional[np.ndarray] = None   # with `rounds`: g_c at w, and ||x_c||^2, per constraint
     sqnorm: Optional[np.ndarray] = None
-
-
-def relative_gap(primal, dual):
-    """(P - D) / P, the stopping quantity; 0 when both are 0 (nothing to learn)."""
-    gap = primal - dual
-    if primal > 0.0:
-        return max(gap, 0.0) / primal
-    return 0.0 if gap <= 0.0 else math.inf
 
 
 def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,

@@ -8,6 +8,7 @@ reproduces the figure that training recorded, bit for bit. Examples that span se
 sentence, a query) are put back together across block boundaries first.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,3 +62,11 @@ def primal(task, w, geometry, C, blocks, path):
 def dual(w, margin, alpha):
     """D(alpha) = -1/2 ||w(alpha)||^2 + sum l alpha, with the same ||w||^2 as `primal`."""
     return -0.5 * float(np.dot(w.ravel(), w.ravel())) + float(np.dot(margin, alpha))
+
+
+def relative_gap(primal, dual):
+    """(P - D) / P, the stopping quantity; 0 when both are 0 (nothing to learn)."""
+    gap = primal - dual
+    if primal > 0.0:
+        return max(gap, 0.0) / primal
+    return 0.0 if gap <= 0.0 else math.inf

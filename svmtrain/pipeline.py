@@ -128,7 +128,7 @@ def write_model_file(model, path, model_format="svmtrain"):
 
 
 def relative_gap(primal, dual):
-    from svmtrain.engine import relative_gap as rel
+    from svmtrain.objective import relative_gap as rel
     return rel(primal, dual)
 
 

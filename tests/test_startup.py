@@ -97,7 +97,7 @@ def test_the_collector_is_on_for_the_command(tmp_path):
 
 def test_predict_and_verify_import_no_dask_nor_the_option_records(tmp_path):
     """Neither takes a training option: the records' eight frozen dataclasses (svmtrain.options)
-    are 5 ms of start-up."""
+    are 5 ms of start-up. Nor does either run the engine (verify-bound prices P(w) and reads D)."""
     model = str(tmp_path / "m")
     subprocess.run([sys.executable, "-m", "svmtrain", "train", "-q",
                     os.path.join(DATA, "heart_scale"), model], check=True)
@@ -106,7 +106,7 @@ def test_predict_and_verify_import_no_dask_nor_the_option_records(tmp_path):
         mods = _modules(*args)
         assert "svmtrain.api" in mods, args
         assert not {"dask", "distributed", "scipy", "svmtrain.distributed", "tqdm",
-                    "svmtrain.options"} & mods, args
+                    "svmtrain.options", "svmtrain.engine", "svmtrain._engine"} & mods, args
 
 
 _CONSOLE = """

@@ -51,7 +51,7 @@ from svmtrain._budget import (Expansion, bsca_epoch, bsgd_epoch, ensure_merge_ta
                              row_sqnorms)
 from svmtrain._linear import hinge_sum
 from svmtrain.data import distinct, take_rows
-from svmtrain.engine import relative_gap
+from svmtrain.objective import relative_gap
 
 OPTIMIZERS = ("bsca", "bsgd")   # the CLI says --optimizer bsca|sgd
 MERGE_SEARCHES = ("table", "golden")   # precomputed (Glasmachers & Qaadan 2018) or golden section

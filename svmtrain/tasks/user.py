@@ -732,7 +732,7 @@ def train_user_task(task, path, *, mode="n-slack", C=1.0, epsilon=1e-3, seed=1, 
     of svmtrain.solvers.online.OnlineOptions (passes, chunk, shuffle_window, ...)."""
     from svmtrain.solvers import LINEAR_MODES, SOLVERS
     from svmtrain.tasks.base import Geometry
-    from svmtrain.engine import relative_gap
+    from svmtrain.objective import relative_gap
     from svmtrain import objective
 
     if mode not in LINEAR_MODES:
