@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from svmtrain import interrupt
 from svmtrain.errors import InputError
+from svmtrain.objective import relative_gap
 from svmtrain.options import (Budgeted, Controls, Dask, Local, OneSlack, OnlineDual, OptionError,
                               Problem, check_run)
 
@@ -125,11 +126,6 @@ def build_model(problem: Problem, mode: str, *, n_features, w, dual, primal, rel
 def write_model_file(model, path, model_format="svmtrain"):
     from svmtrain.model import write_liblinear, write_model
     (write_liblinear if model_format == "liblinear" else write_model)(model, path)
-
-
-def relative_gap(primal, dual):
-    from svmtrain.objective import relative_gap as rel
-    return rel(primal, dual)
 
 
 class _Trace:
