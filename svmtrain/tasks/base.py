@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from svmtrain._linear import csr_scores
-from svmtrain.data import DataError
+from svmtrain.data import DataError, distinct
 
 
 @dataclass
@@ -308,13 +308,15 @@ class Task(ABC):
         format_prediction's (format_scores') text and a newline."""
         if not scores and type(self).format_prediction is Task.format_prediction:
             # a label is one of a few values: each distinct one is formatted once (a call per row
-            # was a fifth of predict's time above the interpreter's start on a9a)
+            # was a fifth of predict's time above the interpreter's start on a9a), and found by
+            # a search among them (np.unique's inverse, an argsort of the rows: 1.4 against
+            # 0.2 ms for a9a.t's 16,281)
             labels = np.asarray(values)
             if labels.ndim == 1 and len(labels) >= 64:
-                distinct, inverse = np.unique(labels, return_inverse=True)
-                if 4 * len(distinct) <= len(labels):
-                    lines = [format_label(v) + "\n" for v in distinct]
-                    return "".join(map(lines.__getitem__, inverse.tolist()))
+                few = distinct(labels)
+                if 4 * len(few) <= len(labels):
+                    lines = [format_label(v) + "\n" for v in few]
+                    return "".join(map(lines.__getitem__, np.searchsorted(few, labels).tolist()))
         fmt = self.format_scores if scores else self.format_prediction
         return "".join(fmt(v) + "\n" for v in values)
 
