@@ -207,20 +207,29 @@ def compile_bytecode():
                     str(ROOT / "svmtools")], check=True, stdout=subprocess.DEVNULL)
 
 
-COLUMNS = ["run", "data", "svmtrain s", "peer s", "time ratio", "svmtrain MB", "peer MB",
-           "memory ratio", "peer", "svmtrain P(w)", "peer P(w)"]
+COLUMNS = ["run", "data", "svmtrain s", "peer s", "time ratio", "time floor", "svmtrain MB",
+           "peer MB", "memory ratio", "memory floor", "peer", "svmtrain P(w)", "peer P(w)"]
 
 
-def _row(run, data, ours, theirs=None, name="", primals=(None, None)):
+def _row(run, data, ours, theirs=None, name="", primals=(None, None), floor=None):
     """A table row: svmtrain's (seconds, MB) against a peer's, or alone when theirs is None;
-    primals = (svmtrain's P(w), the peer's) where both solve one problem."""
+    primals = (svmtrain's P(w), the peer's) where both solve one problem; floor = the (seconds,
+    MB) of `python -c "import numpy"`, whose ratios to the peer's are the least that any process
+    importing numpy can reach (the time and memory floor columns)."""
     t_ours, m_ours = ours
     if theirs is None:
-        cells = [fs(t_ours), "", "", _mb(m_ours), "", "", ""]
+        cells = [fs(t_ours), "", "", "", _mb(m_ours), "", "", "", ""]
     else:
         t_p, m_p = theirs
-        cells = [fs(t_ours), fs(t_p), fr(t_ours / t_p), _mb(m_ours), _mb(m_p), fr(m_ours / m_p), name]
+        t_floor, m_floor = ("", "") if floor is None else (fr(floor[0] / t_p), fr(floor[1] / m_p))
+        cells = [fs(t_ours), fs(t_p), fr(t_ours / t_p), t_floor, _mb(m_ours), _mb(m_p),
+                 fr(m_ours / m_p), m_floor, name]
     return [run, data, *cells, _objective(primals[0]), _objective(primals[1])]
+
+
+def _floor_ratios(record, floor, t_peer, m_peer):
+    """The floor's ratios to a peer's figures, in a record beside its own."""
+    record.update(floor_time_ratio=floor[0] / t_peer, floor_memory_ratio=floor[1] / m_peer)
 
 
 def bench_footprint(data, quick, repeat):
@@ -248,6 +257,7 @@ def bench_footprint(data, quick, repeat):
                               "help_seconds": t_help, "numpy_mb": m_np, "help_mb": m_help,
                               "heart_scale_seconds": t_heart, "heart_scale_mb": m_heart,
                               "heart_scale_over_floor": t_heart / t_np}
+    floor = (t_np, m_np)
     missing = [f"{v} ({what})" for v, what in PEER_VARIABLES.items() if not peer(v)]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -259,7 +269,7 @@ def bench_footprint(data, quick, repeat):
                                        "options": extra},
                                f"train -t {task} ({mode})", label,
                                [BIN / "svmtrain", "train", "-q", "-t", task, *extra, train, model],
-                               ll, f"train -s {solver}", repeat)
+                               ll, f"train -s {solver}", repeat, floor)
             if test is None or extra:
                 continue
             ll = ([ll_predict, "-q", test, ll_model, tmp / "ll.out"] if ll_train and ll_predict
@@ -267,9 +277,9 @@ def bench_footprint(data, quick, repeat):
             _against_liblinear(table, {"run": "predict", "data": label}, "predict",
                                f"{label} train file" if test == train else f"{label} test",
                                [BIN / "svmtrain", "predict", "-q", test, model, tmp / "out"],
-                               ll, "predict", repeat)
-        _ranking(data, quick, repeat, tmp, table, rank_learn)
-        _sequence(data, quick, repeat, tmp, table, hmm_learn)
+                               ll, "predict", repeat, floor)
+        _ranking(data, quick, repeat, tmp, table, rank_learn, floor)
+        _sequence(data, quick, repeat, tmp, table, hmm_learn, floor)
     if missing:
         table.notes.append("absent peers (rows without a peer column): " + ", ".join(missing)
                            + "; see bench/README.md, 'Peers'.")
@@ -277,6 +287,9 @@ def bench_footprint(data, quick, repeat):
         "time ratio = svmtrain / peer (< 1: svmtrain is faster); memory ratio = svmtrain's peak "
         "RSS / the peer's. Settings: svmtrain -e 1e-3 (--mode auto unless -m is given); LIBLINEAR "
         "its defaults, -s 3 (binary) / -s 4 (multiclass) with -e 0.1; no bias in either.",
+        "time floor, memory floor = the floor (python -c 'import numpy', measured with the first "
+        "rows) / the peer: the least time and memory ratio that any process importing numpy "
+        "can reach; what a row has above it is svmtrain's own (click, its imports, the work).",
         "svmtrain --help against the interpreter alone (it imports neither numpy nor click); "
         "train on heart_scale (270 rows) against the floor, the interpreter plus numpy's import, "
         "which every training pays. Each row's commands ran alternately.",
@@ -284,7 +297,7 @@ def bench_footprint(data, quick, repeat):
     return table
 
 
-def _against_liblinear(table, record, run, data, ours, ll, ll_name, repeat):
+def _against_liblinear(table, record, run, data, ours, ll, ll_name, repeat, floor):
     """One row and record: svmtrain's command `ours` alternated with LIBLINEAR's `ll` (its
     `ll_name`, e.g. "train -s 3"), or alone when LIBLINEAR is absent (ll None)."""
     measured = measure_side_by_side([ours] if ll is None else [ours, ll], repeat)
@@ -295,11 +308,13 @@ def _against_liblinear(table, record, run, data, ours, ll, ll_name, repeat):
     else:
         t_ll, m_ll, _ = measured[1]
         record.update(peer_seconds=t_ll, peer_mb=m_ll, peer=f"LIBLINEAR {ll_name}")
-        table.rows.append(_row(run, data, (t_ours, m_ours), (t_ll, m_ll), f"LL {ll_name}"))
+        _floor_ratios(record, floor, t_ll, m_ll)
+        table.rows.append(_row(run, data, (t_ours, m_ours), (t_ll, m_ll), f"LL {ll_name}",
+                               floor=floor))
     table.records.append(record)
 
 
-def _ranking(data, quick, repeat, tmp, table, rank_learn):
+def _ranking(data, quick, repeat, tmp, table, rank_learn, floor):
     """ohsumed: svmtrain -t ranking (n-slack, 1-slack) against svm_rank_learn on one problem:
     svm_rank's -c is summed over the queries, so svmtrain's C is SVM_RANK_C / queries."""
     train = data.plain("ohsumed/train.txt")
@@ -324,7 +339,9 @@ def _ranking(data, quick, repeat, tmp, table, rank_learn):
                   "ours_primal": p_ours}
         if rank_learn:
             record.update(peer_seconds=t_p, peer_mb=m_p, peer=name, peer_primal=p_peer)
-            table.rows.append(_row(run, label, (t_ours, m_ours), (t_p, m_p), name, (p_ours, p_peer)))
+            _floor_ratios(record, floor, t_p, m_p)
+            table.rows.append(_row(run, label, (t_ours, m_ours), (t_p, m_p), name, (p_ours, p_peer),
+                                   floor))
         else:
             table.rows.append(_row(run, label, (t_ours, m_ours), primals=(p_ours, None)))
         table.records.append(record)
@@ -342,7 +359,7 @@ def _ranking(data, quick, repeat, tmp, table, rank_learn):
                            f"(its model file).")
 
 
-def _sequence(data, quick, repeat, tmp, table, hmm_learn):
+def _sequence(data, quick, repeat, tmp, table, hmm_learn, floor):
     """UD English EWT UPOS with conll2svm's token features: svmtrain -t sequence (n-slack, 1-slack)
     against svm_hmm and CRFsuite on the same features; only when one of those peers is present."""
     crfsuite = has_crfsuite()
@@ -385,11 +402,12 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn):
             primals = (p_ours, p_peer) if name.startswith("svm_hmm") else (None, None)
             table.rows.append(_row(f"train -t sequence -c {SEQUENCE_C:g} ({mode})",
                                    f"UD EWT UPOS ({sentences} sentences)", (t_ours, m_ours),
-                                   (t_p, m_p), name, primals))
-            table.records.append({"run": "train", "data": "ud_english_ewt", "task": "sequence",
-                                  "mode": mode, "ours_seconds": t_ours, "ours_mb": m_ours,
-                                  "ours_primal": p_ours, "peer": name, "peer_seconds": t_p,
-                                  "peer_mb": m_p, "peer_primal": p_peer})
+                                   (t_p, m_p), name, primals, floor))
+            record = {"run": "train", "data": "ud_english_ewt", "task": "sequence", "mode": mode,
+                      "ours_seconds": t_ours, "ours_mb": m_ours, "ours_primal": p_ours,
+                      "peer": name, "peer_seconds": t_p, "peer_mb": m_p, "peer_primal": p_peer}
+            _floor_ratios(record, floor, t_p, m_p)
+            table.records.append(record)
     table.notes.append("sequence rows: one run each (minutes at full size); the peers read the "
                        "svmlight file conll2svm wrote (svm_hmm natively, CRFsuite through "
                        "bench/crfpeer.py, which hands each sentence to the trainer as it is read "

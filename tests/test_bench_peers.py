@@ -68,11 +68,26 @@ def test_model_primal_is_the_models_recorded_primal(tmp_path):
 
 
 def test_row_carries_both_primals_and_leaves_peer_cells_empty_without_a_peer():
+    column = {name: k for k, name in enumerate(footprint.COLUMNS)}
     alone = footprint._row("train", "ohsumed", (1.5, 40.0), primals=(2984.79, None))
     assert len(alone) == len(footprint.COLUMNS)
-    assert alone[3:5] == ["", ""] and alone[-2:] == ["2984.79", ""]
+    assert alone[column["peer s"]] == alone[column["time ratio"]] == ""
+    assert alone[-2:] == ["2984.79", ""]
     both = footprint._row("train", "ohsumed", (1.0, 40.0), (2.0, 8.0), "svm_rank", (1.0, 2.5))
-    assert both[4] == "0.50x" and both[7] == "5.00x" and both[-2:] == ["1", "2.5"]
+    assert len(both) == len(footprint.COLUMNS)
+    assert both[column["time ratio"]] == "0.50x" and both[column["memory ratio"]] == "5.00x"
+    assert both[column["time floor"]] == both[column["memory floor"]] == ""
+    assert both[-2:] == ["1", "2.5"]
+
+
+def test_row_gives_the_floors_ratios_to_the_peer():
+    """The floor columns: python -c "import numpy" (0.08 s, 25 MB) against the peer's figures."""
+    column = {name: k for k, name in enumerate(footprint.COLUMNS)}
+    row = footprint._row("predict", "a9a test", (0.114, 35.0), (0.02, 3.0), "LL predict",
+                         floor=(0.08, 25.0))
+    assert len(row) == len(footprint.COLUMNS)
+    assert row[column["time ratio"]] == "5.70x" and row[column["time floor"]] == "4.00x"
+    assert row[column["memory ratio"]] == "11.67x" and row[column["memory floor"]] == "8.33x"
 
 
 SEQUENCES = ("DT qid:1 1:1 4:1\nNN qid:1 2:1 5:1\n"
