@@ -21,9 +21,10 @@
 # message (`Parser.error_reason`) while the buffer is still alive.
 
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memchr, memcpy, memcmp
+from libc.string cimport memchr, memcpy, memcmp, strlen
 from libc.math cimport isfinite, isnan
 
 import numpy as np
@@ -720,3 +721,263 @@ def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint fin
             done += 1
             pos = (e - base) + 1 if nl != NULL else end
     return done, pos, at, stopped
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The model writer's numbers: repr(x) without a Python float per weight.
+#
+# repr(x) is the shortest decimal that reads back to x (of several, the closest to x; of two as
+# close, the even one). CPython finds it with David Gay's dtoa, about 0.5 us a weight: 1.0 s of
+# the 1.5 s sector's multiclass model took to write. Here it is found as in Giulietti's Schubfach
+# ("The Schubfach way to render doubles", 2020), in 64-bit integer arithmetic:
+#   - x = c 2^q (c < 2^53). Its rounding interval is R = [c - 1/2, c + 1/2] 2^q, or
+#     [c - 1/4, c + 1/2] 2^q when c = 2^52 and the neighbour below is closer; R is closed when c
+#     is even (round-half-even reads the ends back to x), open when odd;
+#   - k is the largest integer with 10^k <= the width of R, so R is 1 to 10 units 10^k wide:
+#     it holds at most one multiple of 10^(k+1), which when there is the shortest (its trailing
+#     zeros dropped); otherwise s 10^k or (s + 1) 10^k with s = floor(x / 10^k), whichever lies
+#     in R, or the closer to x when both do;
+#   - x / 10^k is c 2^q 10^-k, with 10^-k = g 2^r for a 126-bit integer g = floor(10^-k 2^-r) + 1
+#     (a table by k, made on first use). The product is rounded to odd on four times the scale,
+#     where the paper proves every comparison with R's ends and the candidates exact.
+# CPython's 'r' format then lays the digits out: exponent form when the decimal point would be
+# more than 16 places right of the first digit or 4 or more left of it, a trailing ".0" on a
+# whole number. tests/test_model_text.py compares the two on millions of bit patterns.
+
+cdef extern from *:
+    """
+    static inline uint64_t svmtrain_mulhi64(uint64_t a, uint64_t b) {
+        return (uint64_t) (((unsigned __int128) a * b) >> 64);
+    }
+    """
+    uint64_t mulhi64 "svmtrain_mulhi64"(uint64_t a, uint64_t b) nogil
+
+cdef enum:
+    K_MIN = -324        # floor(log10) of the narrowest interval (the subnormals')
+    K_MAX = 292         # and of the widest (the largest doubles')
+    Q_MIN = -1074
+    MAX_REPR = 26       # '-', 17 digits, '.', "e-308" and spare
+
+cdef uint64_t C_MIN = 0x10000000000000ULL
+cdef uint64_t MASK63 = 0x7FFFFFFFFFFFFFFFULL
+cdef uint64_t G1[K_MAX - K_MIN + 1]
+cdef uint64_t G0[K_MAX - K_MIN + 1]
+cdef bint g_made = False
+
+
+cdef inline int floor_log10_pow2(int q) noexcept nogil:
+    return <int> ((<int64_t> q * 661971961083LL) >> 41)      # exact for every double's q (tests)
+
+
+cdef inline int floor_log10_three_quarters_pow2(int q) noexcept nogil:
+    return <int> ((<int64_t> q * 661971961083LL - 274743187321LL) >> 41)
+
+
+cdef inline int floor_log2_pow10(int e) noexcept nogil:
+    return <int> ((<int64_t> e * 913124641741LL) >> 38)
+
+
+cdef void make_g() except *:
+    """G1[k - K_MIN] 2^63 + G0[k - K_MIN] = floor(10^-k 2^-r) + 1, r = floor(log2 10^-k) - 125."""
+    global g_made
+    cdef int k
+    cdef object e, r    # Python integers: g is exact
+    for k in range(K_MIN, K_MAX + 1):
+        e = -k
+        r = floor_log2_pow10(-k) - 125
+        g = (10 ** max(e, 0) << max(-r, 0)) // (10 ** max(-e, 0) << max(r, 0)) + 1
+        if not (1 << 125) <= g < (1 << 126):
+            raise AssertionError(f"10^{-k}: g has {g.bit_length()} bits")
+        G1[k - K_MIN] = g >> 63
+        G0[k - K_MIN] = g & MASK63
+    g_made = True
+
+
+cdef inline uint64_t times_10_pow(uint64_t g1, uint64_t g0, uint64_t cp) noexcept nogil:
+    """floor(g cp / 2^127) rounded to odd (its last bit set when the part cut off is not 0)."""
+    cdef uint64_t x1 = mulhi64(g0, cp)
+    cdef uint64_t y0 = g1 * cp
+    cdef uint64_t y1 = mulhi64(g1, cp)
+    cdef uint64_t z = (y0 >> 1) + x1
+    return (y1 + (z >> 63)) | (((z & MASK63) + MASK63) >> 63)
+
+
+cdef uint64_t shortest(uint64_t c, int q, int* k_out) noexcept nogil:
+    """The shortest decimal f 10^k in c 2^q's rounding interval, the closest of them (c > 0)."""
+    cdef uint64_t odd = c & 1
+    cdef uint64_t cb = c << 2, cbl, cbr = (c << 2) + 2
+    cdef uint64_t g1, g0, vb, vbl, vbr, s, t, sp10, tp10
+    cdef int k, h
+    cdef int64_t beyond
+    cdef bint upin, wpin, uin, win
+    if c != C_MIN or q == Q_MIN:
+        cbl = cb - 2
+        k = floor_log10_pow2(q)
+    else:
+        cbl = cb - 1
+        k = floor_log10_three_quarters_pow2(q)
+    h = q + floor_log2_pow10(-k) + 2            # 2..8: cb << h stays below 2^63
+    g1 = G1[k - K_MIN]
+    g0 = G0[k - K_MIN]
+    vb = times_10_pow(g1, g0, cb << h)          # 4 x / 10^k and R's ends, rounded to odd
+    vbl = times_10_pow(g1, g0, cbl << h)
+    vbr = times_10_pow(g1, g0, cbr << h)
+    k_out[0] = k
+    s = vb >> 2
+    sp10 = s // 10 * 10                         # the multiples of 10^(k+1) around x
+    tp10 = sp10 + 10
+    upin = vbl + odd <= sp10 << 2
+    wpin = (tp10 << 2) + odd <= vbr
+    if upin != wpin:
+        return sp10 if upin else tp10
+    t = s + 1
+    uin = vbl + odd <= s << 2
+    win = (t << 2) + odd <= vbr
+    if uin != win:
+        return s if uin else t
+    beyond = <int64_t> vb - <int64_t> ((s + t) << 1)  # 4 x / 10^k against s + 1/2, doubled
+    return s if beyond < 0 or (beyond == 0 and (s & 1) == 0) else t
+
+
+cdef Py_ssize_t put_repr(char* out, double x) noexcept nogil:
+    """repr(x) at out for a finite x (at most MAX_REPR characters); returns its length."""
+    cdef uint64_t bits, c, f
+    cdef int q, k, n_digits = 0, point, i, exponent
+    cdef Py_ssize_t n = 0
+    cdef char[24] digits
+    memcpy(&bits, &x, 8)
+    if bits >> 63:
+        out[0] = c'-'
+        n = 1
+    c = bits & (C_MIN - 1)
+    q = <int> ((bits >> 52) & 0x7ff)
+    if q == 0 and c == 0:
+        memcpy(out + n, b"0.0", 3)
+        return n + 3
+    if q != 0:
+        c |= C_MIN
+        q -= 1075
+    else:
+        q = Q_MIN
+    f = shortest(c, q, &k)
+    while f % 10 == 0:
+        f //= 10
+        k += 1
+    while f != 0:                                # the digits, last first
+        digits[n_digits] = <char> (48 + f % 10)
+        f //= 10
+        n_digits += 1
+    point = n_digits + k                         # x = 0.d1 d2 ... 10^point
+    if point <= -4 or point > 16:
+        out[n] = digits[n_digits - 1]
+        n += 1
+        if n_digits > 1:
+            out[n] = c'.'
+            n += 1
+            for i in range(n_digits - 2, -1, -1):
+                out[n] = digits[i]
+                n += 1
+        exponent = point - 1
+        out[n] = c'e'
+        out[n + 1] = c'-' if exponent < 0 else c'+'
+        n += 2
+        if exponent < 0:
+            exponent = -exponent
+        if exponent >= 100:
+            out[n] = <char> (48 + exponent // 100)
+            n += 1
+        out[n] = <char> (48 + exponent // 10 % 10)
+        out[n + 1] = <char> (48 + exponent % 10)
+        return n + 2
+    if point <= 0:
+        out[n] = c'0'
+        out[n + 1] = c'.'
+        n += 2
+        for i in range(-point):
+            out[n] = c'0'
+            n += 1
+        for i in range(n_digits - 1, -1, -1):
+            out[n] = digits[i]
+            n += 1
+        return n
+    for i in range(n_digits):
+        if i == point:
+            out[n] = c'.'
+            n += 1
+        out[n] = digits[n_digits - 1 - i]
+        n += 1
+    if point >= n_digits:
+        for i in range(point - n_digits):
+            out[n] = c'0'
+            n += 1
+        out[n] = c'.'
+        out[n + 1] = c'0'
+        n += 2
+    return n
+
+
+cdef inline Py_ssize_t put_index(char* out, int64_t j) noexcept nogil:
+    """j >= 0 in decimal at out; returns its length (at most 19)."""
+    cdef char[20] digits
+    cdef Py_ssize_t n = 0, i
+    while True:
+        digits[n] = <char> (48 + j % 10)
+        n += 1
+        j //= 10
+        if j == 0:
+            break
+    for i in range(n):
+        out[i] = digits[n - 1 - i]
+    return n
+
+
+def float_repr(double x):
+    """repr(x) as the model writer makes it (for tests)."""
+    cdef char[MAX_REPR] out
+    if not isfinite(x):
+        raise ValueError(f"{x!r} is not finite")
+    if not g_made:
+        make_g()
+    return out[:put_repr(out, x)].decode("ascii")
+
+
+def weight_text(const double[::1] values not None, const int64_t[::1] index=None):
+    """The lines of a model's `weights` section, as str: repr(x) a line (dense), or index:repr(x)
+    with the given indices (>= 0; sparse). The model writer's fast path, the reverse of
+    weight_lines: the text of the Python f-strings, without a Python object per weight."""
+    cdef Py_ssize_t n = values.shape[0], i, size = 0, bad = -1
+    cdef bint sparse = index is not None
+    cdef char* buf
+    if sparse and index.shape[0] != n:
+        raise ValueError("weight_text: the index and the values differ in length")
+    if n == 0:
+        return ""
+    if not g_made:
+        make_g()
+    buf = <char*> malloc(n * (MAX_REPR + 22))   # 19 digits, ':' and '\n' beside each repr
+    if buf == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            if not isfinite(values[i]):
+                bad = i
+                break
+            if sparse:
+                size += put_index(buf + size, index[i])
+                buf[size] = c':'
+                size += 1
+            size += put_repr(buf + size, values[i])
+            buf[size] = c'\n'
+            size += 1
+    try:
+        if bad >= 0:
+            raise ValueError(f"weight {values[bad]!r} is not finite")
+        return PyUnicode_DecodeASCII(buf, size, NULL)
+    finally:
+        free(buf)
+
+
+def _floor_logs(int q):
+    """(floor(log10 2^q), floor(log10 (3/4) 2^q), floor(log2 10^q)) as computed here (for tests)."""
+    return floor_log10_pow2(q), floor_log10_three_quarters_pow2(q), floor_log2_pow10(q)

@@ -1146,19 +1146,21 @@ def model_text_chunks(model: Model, path: str = "<model>"):
 
 
 def _weight_chunks(head, rows, sparse):
+    # each weight is repr(x), `index:repr(x)` when sparse, formatted in C (_reader.weight_text)
+    from svmtrain._reader import weight_text
+
     yield head
     width = rows.shape[1]
     for r, row in enumerate(rows):
-        row = np.ascontiguousarray(row)
+        row = np.ascontiguousarray(row, dtype=np.float64)
         if sparse:
             nonzero = np.flatnonzero(_bits(row))
             for a in range(0, nonzero.size, WEIGHTS_PER_CHUNK):
                 at = nonzero[a:a + WEIGHTS_PER_CHUNK]
-                part = (f"{j}:{x!r}" for j, x in zip((at + r * width).tolist(), row[at].tolist()))
-                yield "\n".join(part) + "\n"
+                yield weight_text(row[at], at + np.int64(r * width))
         else:
             for a in range(0, width, WEIGHTS_PER_CHUNK):
-                yield "\n".join(map(repr, row[a:a + WEIGHTS_PER_CHUNK].tolist())) + "\n"
+                yield weight_text(row[a:a + WEIGHTS_PER_CHUNK])
     yield "end\n"
 
 
