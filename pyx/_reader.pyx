@@ -841,17 +841,23 @@ cdef uint64_t shortest(uint64_t c, int q, int* k_out) noexcept nogil:
 
 
 cdef Py_ssize_t put_repr(char* out, double x) noexcept nogil:
-    """repr(x) at out for a finite x (at most MAX_REPR characters); returns its length."""
+    """repr(x) at out (at most MAX_REPR characters); returns its length."""
     cdef uint64_t bits, c, f
     cdef int q, k, n_digits = 0, point, i, exponent
     cdef Py_ssize_t n = 0
     cdef char[24] digits
     memcpy(&bits, &x, 8)
+    c = bits & (C_MIN - 1)
+    q = <int> ((bits >> 52) & 0x7ff)
+    if q == 0x7ff and c != 0:
+        memcpy(out, b"nan", 3)                   # repr drops a nan's sign
+        return 3
     if bits >> 63:
         out[0] = c'-'
         n = 1
-    c = bits & (C_MIN - 1)
-    q = <int> ((bits >> 52) & 0x7ff)
+    if q == 0x7ff:
+        memcpy(out + n, b"inf", 3)
+        return n + 3
     if q == 0 and c == 0:
         memcpy(out + n, b"0.0", 3)
         return n + 3
@@ -933,10 +939,8 @@ cdef inline Py_ssize_t put_index(char* out, int64_t j) noexcept nogil:
 
 
 def float_repr(double x):
-    """repr(x) as the model writer makes it (for tests)."""
+    """repr(x) as the writers here make it (for tests)."""
     cdef char[MAX_REPR] out
-    if not isfinite(x):
-        raise ValueError(f"{x!r} is not finite")
     if not g_made:
         make_g()
     return out[:put_repr(out, x)].decode("ascii")
@@ -981,3 +985,30 @@ def weight_text(const double[::1] values not None, const int64_t[::1] index=None
 def _floor_logs(int q):
     """(floor(log10 2^q), floor(log10 (3/4) 2^q), floor(log2 10^q)) as computed here (for tests)."""
     return floor_log10_pow2(q), floor_log10_three_quarters_pow2(q), floor_log2_pow10(q)
+
+
+def float_rows(const double[:, ::1] values not None):
+    """The rows of `values` as lines of repr(x) joined by a space, as str (predict's --scores and
+    a regression's predictions: the text of the tasks' format methods, made in C)."""
+    cdef Py_ssize_t n = values.shape[0], width = values.shape[1], i, j, size = 0
+    cdef char* buf
+    if n == 0:
+        return ""
+    if not g_made:
+        make_g()
+    buf = <char*> malloc(n * (width * (MAX_REPR + 1) + 1))
+    if buf == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            for j in range(width):
+                if j:
+                    buf[size] = c' '
+                    size += 1
+                size += put_repr(buf + size, values[i, j])
+            buf[size] = c'\n'
+            size += 1
+    try:
+        return PyUnicode_DecodeASCII(buf, size, NULL)
+    finally:
+        free(buf)

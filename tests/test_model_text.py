@@ -1,4 +1,5 @@
-"""The model writer's numbers (svmtrain._reader.weight_text): the text of repr, made in C.
+"""The numbers of model files and of predict's output (svmtrain._reader.weight_text, float_rows):
+the text of repr, made in C.
 
 A model file's weight is repr(x), the shortest decimal that reads back to x; the writer makes it
 without a Python float per weight (Schubfach, in _reader.pyx). These compare the two on bit
@@ -11,8 +12,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from svmtrain._reader import _floor_logs, float_repr, weight_text
+from svmtrain._reader import _floor_logs, float_repr, float_rows, weight_text
 from svmtrain.model import format_model, read_model
+from svmtrain.tasks.base import repr_rows
 
 from test_model import make_model, same_bits
 
@@ -50,11 +52,32 @@ def test_one_value(x):
     assert float_repr(x) == repr(x) and float(float_repr(x)) == x
 
 
+@pytest.mark.parametrize("x", [float("inf"), -float("inf"), float("nan"), -float("nan")])
+def test_what_predict_may_write_beside_numbers(x):
+    assert float_repr(x) == repr(x)
+
+
+@pytest.mark.parametrize("width", [0, 1, 3, 105])
+def test_score_rows_are_space_joined_reprs(width):
+    x = _doubles()[: 40 * width].reshape(40, width) if width else np.zeros((40, 0))
+    x[:3, :1] = [[np.nan], [np.inf], [-np.inf]] if width else x[:3, :1]
+    expected = "".join(" ".join(repr(v) for v in row) + "\n" for row in x.tolist())
+    assert float_rows(np.ascontiguousarray(x)) == expected
+
+
+def test_block_scores_as_the_tasks_wrote_them():
+    # predict's --scores: one value a row (binary, regression) or one row of them (multiclass,
+    # sequence), as the per-row format method writes it; anything else is left to that method
+    one = np.array([1.5, -0.0, 2.0, 1e-7])
+    assert repr_rows(one) == "1.5\n-0.0\n2.0\n1e-07\n"
+    assert repr_rows(np.arange(6, dtype=np.int32).reshape(3, 2)) == "0.0 1.0\n2.0 3.0\n4.0 5.0\n"
+    assert repr_rows(np.array([{"a": 1}], dtype=object)) is None
+    assert repr_rows(np.zeros((2, 2, 2))) is None
+
+
 def test_refuses_what_has_no_repr_in_a_model():
     with pytest.raises(ValueError, match="not finite"):
         weight_text(np.array([1.0, np.nan]))
-    with pytest.raises(ValueError, match="not finite"):
-        float_repr(float("inf"))
     with pytest.raises(ValueError, match="differ in length"):
         weight_text(np.ones(3), np.arange(2, dtype=np.int64))
     assert weight_text(np.zeros(0)) == ""

@@ -124,9 +124,6 @@ class Multiclass(LabelledTask):
         S = self.scores(w, block, geometry)
         return self.labels[multiclass_predict(S)], S
 
-    def format_scores(self, values):
-        return " ".join(repr(float(v)) for v in values)
-
     def new_metric(self):
         return AccuracyMetric()
 

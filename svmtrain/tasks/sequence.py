@@ -299,9 +299,6 @@ class Sequence(LabelledTask):
         tags, _ = viterbi(E, T, seq_ptr)
         return self.labels[tags], E
 
-    def format_scores(self, values):
-        return " ".join(repr(float(v)) for v in values)
-
     def new_metric(self):
         return TokenAccuracy()
 
