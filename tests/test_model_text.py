@@ -72,6 +72,7 @@ def test_block_scores_as_the_tasks_wrote_them():
     assert repr_rows(one) == "1.5\n-0.0\n2.0\n1e-07\n"
     assert repr_rows(np.arange(6, dtype=np.int32).reshape(3, 2)) == "0.0 1.0\n2.0 3.0\n4.0 5.0\n"
     assert repr_rows(np.array([{"a": 1}], dtype=object)) is None
+    assert repr_rows(np.zeros(0)) == repr_rows(np.zeros((0, 3))) == ""      # an empty file's block
     assert repr_rows(np.zeros((2, 2, 2))) is None
 
 

@@ -410,6 +410,8 @@ def repr_rows(values):
     a = np.asarray(values)
     if a.dtype.kind not in "fiub" or a.ndim not in (1, 2):
         return None
+    if len(a) == 0:
+        return ""                # (a reshape to rows of unknown width cannot take no rows)
     from svmtrain._reader import float_rows
 
     return float_rows(np.ascontiguousarray(a, dtype=np.float64).reshape(len(a), -1))
