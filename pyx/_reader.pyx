@@ -725,12 +725,13 @@ def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint fin
 
 
 # ---------------------------------------------------------------------------------------------
-# The model writer's numbers: repr(x) without a Python float per weight.
+# The numbers of model files and of predict's output: repr(x) without a Python float per value.
 #
 # repr(x) is the shortest decimal that reads back to x (of several, the closest to x; of two as
-# close, the even one). CPython finds it with David Gay's dtoa, about 0.5 us a weight: 1.0 s of
-# the 1.5 s sector's multiclass model took to write. Here it is found as in Giulietti's Schubfach
-# ("The Schubfach way to render doubles", 2020), in 64-bit integer arithmetic:
+# close, the even one). CPython finds it with David Gay's dtoa, about 0.5 us a value: 1.1 s of the
+# 1.5 s that writing sector's multiclass model took. Here it is found as in Giulietti's Schubfach
+# ("The Schubfach way to render doubles", 2020), in 64-bit integer arithmetic (without Java's rule
+# of two digits at least, which repr does not have: 5e-324, not 4.9e-324):
 #   - x = c 2^q (c < 2^53). Its rounding interval is R = [c - 1/2, c + 1/2] 2^q, or
 #     [c - 1/4, c + 1/2] 2^q when c = 2^52 and the neighbour below is closer; R is closed when c
 #     is even (round-half-even reads the ends back to x), open when odd;
@@ -743,7 +744,7 @@ def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint fin
 #     where the paper proves every comparison with R's ends and the candidates exact.
 # CPython's 'r' format then lays the digits out: exponent form when the decimal point would be
 # more than 16 places right of the first digit or 4 or more left of it, a trailing ".0" on a
-# whole number. tests/test_model_text.py compares the two on millions of bit patterns.
+# whole number. tests/test_model_text.py compares the two on 600,000 bit patterns.
 
 cdef extern from *:
     """
