@@ -947,6 +947,25 @@ def float_repr(double x):
     return out[:put_repr(out, x)].decode("ascii")
 
 
+cdef char* text_buffer(Py_ssize_t size) except NULL:
+    """A malloc'd buffer for the text of weight_text and float_rows (the table made first)."""
+    cdef char* buf
+    if not g_made:
+        make_g()
+    buf = <char*> malloc(size)
+    if buf == NULL:
+        raise MemoryError()
+    return buf
+
+
+cdef str taken_text(char* buf, Py_ssize_t size):
+    """The first `size` bytes of `buf` as str; buf is freed."""
+    try:
+        return PyUnicode_DecodeASCII(buf, size, NULL)
+    finally:
+        free(buf)
+
+
 def weight_text(const double[::1] values not None, const int64_t[::1] index=None):
     """The lines of a model's `weights` section, as str: repr(x) a line (dense), or index:repr(x)
     with the given indices (>= 0; sparse). The model writer's fast path, the reverse of
@@ -958,11 +977,7 @@ def weight_text(const double[::1] values not None, const int64_t[::1] index=None
         raise ValueError("weight_text: the index and the values differ in length")
     if n == 0:
         return ""
-    if not g_made:
-        make_g()
-    buf = <char*> malloc(n * (MAX_REPR + 22))   # 19 digits, ':' and '\n' beside each repr
-    if buf == NULL:
-        raise MemoryError()
+    buf = text_buffer(n * (MAX_REPR + 22))      # 19 digits, ':' and '\n' beside each repr
     with nogil:
         for i in range(n):
             if not isfinite(values[i]):
@@ -975,17 +990,10 @@ def weight_text(const double[::1] values not None, const int64_t[::1] index=None
             size += put_repr(buf + size, values[i])
             buf[size] = c'\n'
             size += 1
-    try:
-        if bad >= 0:
-            raise ValueError(f"weight {values[bad]!r} is not finite")
-        return PyUnicode_DecodeASCII(buf, size, NULL)
-    finally:
+    if bad >= 0:
         free(buf)
-
-
-def _floor_logs(int q):
-    """(floor(log10 2^q), floor(log10 (3/4) 2^q), floor(log2 10^q)) as computed here (for tests)."""
-    return floor_log10_pow2(q), floor_log10_three_quarters_pow2(q), floor_log2_pow10(q)
+        raise ValueError(f"weight {values[bad]!r} is not finite")
+    return taken_text(buf, size)
 
 
 def float_rows(const double[:, ::1] values not None):
@@ -995,11 +1003,7 @@ def float_rows(const double[:, ::1] values not None):
     cdef char* buf
     if n == 0:
         return ""
-    if not g_made:
-        make_g()
-    buf = <char*> malloc(n * (width * (MAX_REPR + 1) + 1))
-    if buf == NULL:
-        raise MemoryError()
+    buf = text_buffer(n * (width * (MAX_REPR + 1) + 1))
     with nogil:
         for i in range(n):
             for j in range(width):
@@ -1009,7 +1013,9 @@ def float_rows(const double[:, ::1] values not None):
                 size += put_repr(buf + size, values[i, j])
             buf[size] = c'\n'
             size += 1
-    try:
-        return PyUnicode_DecodeASCII(buf, size, NULL)
-    finally:
-        free(buf)
+    return taken_text(buf, size)
+
+
+def _floor_logs(int q):
+    """(floor(log10 2^q), floor(log10 (3/4) 2^q), floor(log2 10^q)) as computed here (for tests)."""
+    return floor_log10_pow2(q), floor_log10_three_quarters_pow2(q), floor_log2_pow10(q)
