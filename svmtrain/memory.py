@@ -26,6 +26,17 @@ WINDOWS_MMAP_THRESHOLD = 4 * 1024 * 1024
 BOUNDED_WINDOWS_MMAP_THRESHOLD = 1024 * 1024
 
 
+def online_mmap_threshold(structured, user_limit):
+    """The mmap threshold of an online-dual run once its labels are read: a stream's
+    (STREAM_MMAP_THRESHOLD), or for a structured task the windows' (WINDOWS_MMAP_THRESHOLD), or
+    under a cache limit the user set, which asks for memory before speed,
+    BOUNDED_WINDOWS_MMAP_THRESHOLD. The command line and the benchmark's pass-by-pass runs both
+    take it from here, so that the memory the benchmark reports is the command's."""
+    if not structured:
+        return STREAM_MMAP_THRESHOLD
+    return BOUNDED_WINDOWS_MMAP_THRESHOLD if user_limit else WINDOWS_MMAP_THRESHOLD
+
+
 def _libc(name):
     """The process's C library function `name`, or None where there is none (not glibc)."""
     import ctypes

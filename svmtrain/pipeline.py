@@ -342,7 +342,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     from svmtrain.progress import byte_bar
     from svmtrain.solvers import SOLVERS
     from svmtrain.memory import (BOUNDED_WINDOWS_MMAP_THRESHOLD, STREAM_MMAP_THRESHOLD,
-                                 WINDOWS_MMAP_THRESHOLD, fix_mmap_threshold)
+                                 fix_mmap_threshold, online_mmap_threshold)
     from svmtrain.solvers.online import OnlineOptions, structured
     from svmtrain.solvers.online_reading import streaming_task
     from svmtrain.solvers.online_state import StateError, load_state, problem_fields, save_state
@@ -376,8 +376,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
         # 1 MB (svmtrain.memory)
         # (the window bound, once it evicts, likewise: UD English EWT written 4 times 168 against
         # 183-190 MB, while the file once, one window, keeps 4 MB)
-        fix_mmap_threshold(BOUNDED_WINDOWS_MMAP_THRESHOLD if limit and limit[0] != "window"
-                           else WINDOWS_MMAP_THRESHOLD)
+        fix_mmap_threshold(online_mmap_threshold(True, bool(limit) and limit[0] != "window"))
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
                         keep_rounds=mode.keep_inactive,
