@@ -420,8 +420,7 @@ def curve_child(args):
     training seconds so far, the gap, the cache (constraints, bytes) and the process's peak RSS."""
     import resource
     from svmtrain import data, objective
-    from svmtrain.memory import (BOUNDED_WINDOWS_MMAP_THRESHOLD, STREAM_MMAP_THRESHOLD,
-                                 fix_mmap_threshold, online_mmap_threshold)
+    from svmtrain.memory import STREAM_MMAP_THRESHOLD, fix_mmap_threshold, online_mmap_threshold
     from svmtrain.solvers.online import OnlineDual, OnlineOptions, structured
     from svmtrain.solvers.online_reading import streaming_task
     from svmtrain.tasks import task_class
@@ -432,9 +431,8 @@ def curve_child(args):
     user_limit = any(options.get(k) is not None for k in ("cache_limit", "cache_limit_bytes"))
     fix_mmap_threshold(STREAM_MMAP_THRESHOLD)
     task = streaming_task(task_class(args["task"]), args["train"], {})
-    fix_mmap_threshold(online_mmap_threshold(structured(task), user_limit))
+    fix_mmap_threshold(online_mmap_threshold(structured(task)))
     options.setdefault("window_bound", not user_limit)
-    options.setdefault("window_bound_mmap", BOUNDED_WINDOWS_MMAP_THRESHOLD if structured(task) else None)
     opt = OnlineOptions(C=args["C"], bias=None, epsilon=args.get("epsilon", 1e-3), seed=SEED,
                         passes=1, **options)
     solver = OnlineDual(task, args["train"], opt)

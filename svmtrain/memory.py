@@ -15,26 +15,22 @@ STREAM_MMAP_THRESHOLD = 128 * 1024
 #: sequence n-slack: see svmtrain.pipeline._train_batch for the measurements that chose it
 ROUNDS_MMAP_THRESHOLD = 256 * 1024
 
-#: online-dual on a structured task (its windows are cutting-plane rounds too): see
-#: svmtrain.pipeline._train_online
-WINDOWS_MMAP_THRESHOLD = 4 * 1024 * 1024
+#: online-dual on a structured task, every window (they are cutting-plane rounds too), with or
+#: without a cache limit. One pass, against 4 MB (2026-11-28, idle, 2 runs each, the same models):
+#: UD English EWT 127.6-127.7 against 130.8-131.0 MB, 39.9-41.7 s against 39.7-42.1 s;
+#: conll2000 136.0-136.2 against 141.5-141.7 MB, 34.9-36.7 s against 34.4-35.4 s; at 256 KB
+#: another 1.5-2 MB less for 1.5 s more system time. Earlier, under --cache-limit 32MB: UD 142
+#: against 150 MB one pass, written 4 times 180 against 199 MB (148.4 s against 147.8 s); at
+#: 128 KB 140 and 175 MB, but the 4 times file took 165 s, 20 s of it system time. A file of
+#: several windows under the window bound (the default) peaked 15-20 MB higher at 4 MB.
+WINDOWS_MMAP_THRESHOLD = 1024 * 1024
 
-#: ... under a cache limit, which asks for memory before speed (UD English EWT under
-#: --cache-limit 32MB, one pass: 142 against 150 MB, 41.7-42.1 s against 39.9-41.5 s; written 4
-#: times, 180 against 199 MB, 148.4 s against 147.8 s; at 128 KB 140 and 175 MB, but the 4 times
-#: file took 165 s, 20 s of it system time; the same models)
-BOUNDED_WINDOWS_MMAP_THRESHOLD = 1024 * 1024
 
-
-def online_mmap_threshold(structured, user_limit):
-    """The mmap threshold of an online-dual run once its labels are read: a stream's
-    (STREAM_MMAP_THRESHOLD), or for a structured task the windows' (WINDOWS_MMAP_THRESHOLD), or
-    under a cache limit the user set, which asks for memory before speed,
-    BOUNDED_WINDOWS_MMAP_THRESHOLD. The command line and the benchmark's pass-by-pass runs both
-    take it from here, so that the memory the benchmark reports is the command's."""
-    if not structured:
-        return STREAM_MMAP_THRESHOLD
-    return BOUNDED_WINDOWS_MMAP_THRESHOLD if user_limit else WINDOWS_MMAP_THRESHOLD
+def online_mmap_threshold(structured):
+    """The mmap threshold of an online-dual run once its labels are read: a stream's, or a
+    structured task's windows'. The command line and the benchmark's pass-by-pass runs both take
+    it from here, so that the memory the benchmark reports is the command's."""
+    return WINDOWS_MMAP_THRESHOLD if structured else STREAM_MMAP_THRESHOLD
 
 
 def _libc(name):

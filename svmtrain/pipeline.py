@@ -341,8 +341,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     from svmtrain.controls import Controls as ControlState
     from svmtrain.progress import byte_bar
     from svmtrain.solvers import SOLVERS
-    from svmtrain.memory import (BOUNDED_WINDOWS_MMAP_THRESHOLD, STREAM_MMAP_THRESHOLD,
-                                 fix_mmap_threshold, online_mmap_threshold)
+    from svmtrain.memory import STREAM_MMAP_THRESHOLD, fix_mmap_threshold, online_mmap_threshold
     from svmtrain.solvers.online import OnlineOptions, structured
     from svmtrain.solvers.online_reading import streaming_task
     from svmtrain.solvers.online_state import StateError, load_state, problem_fields, save_state
@@ -368,23 +367,14 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                               progress, counts=counts)
     solver_task = streamed_task(task, controls, c, path, p.bias, counts) if shaped else task
     limit = mode.cache_bound()
-    if structured(task):
-        # its windows are cutting-plane rounds, as sequence n-slack's (svmtrain.memory): at 4 MB,
-        # UD English EWT and conll2000 one pass 50.7 s and 47.3 s against 55.2 s and 55.9 s at
-        # 128 KB (6 s of system time against 11-12), peak RSS 309 / 378 MB against 306 / 373,
-        # models bit for bit; under a cache limit the user set, which asks for memory before speed,
-        # 1 MB (svmtrain.memory)
-        # (the window bound, once it evicts, likewise: UD English EWT written 4 times 168 against
-        # 183-190 MB, while the file once, one window, keeps 4 MB)
-        fix_mmap_threshold(online_mmap_threshold(True, bool(limit) and limit[0] != "window"))
+    # a structured task's windows are cutting-plane rounds, as sequence n-slack's (svmtrain.memory)
+    fix_mmap_threshold(online_mmap_threshold(structured(task)))
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
                         keep_rounds=mode.keep_inactive,
                         cache_limit=limit[1] if limit and limit[0] == "constraints" else None,
                         cache_limit_bytes=limit[1] if limit and limit[0] == "bytes" else None,
                         window_bound=bool(limit) and limit[0] == "window",
-                        window_bound_mmap=(BOUNDED_WINDOWS_MMAP_THRESHOLD if structured(task)
-                                           else None),
                         max_epochs=mode.max_epochs, shrinking=mode.shrinking,
                         zero_based=p.zero_based, checkpoint_every=mode.checkpoint_every,
                         shuffle_window=mode.solver_value("shuffle_window"),

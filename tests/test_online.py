@@ -658,20 +658,23 @@ def test_the_allocator_takes_a_fixed_mmap_threshold():
     assert fix_mmap_threshold(STREAM_MMAP_THRESHOLD) is True
 
 
-def test_a_cache_limit_asks_the_allocator_for_memory_before_speed(monkeypatch):
-    """A structured online-dual run maps arrays of 4 MB and more (speed); under a cache limit,
-    arrays of 1 MB and more (svmtrain.memory: UD written 4 times in 32 MB, 199 -> 180 MB)."""
+def test_online_dual_takes_the_allocators_policy_of_its_task(monkeypatch):
+    """A structured online-dual run maps arrays of 1 MB and more, bounded or not (its windows are
+    cutting-plane rounds); a binary stream every chunk's arrays (svmtrain.memory)."""
     import svmtrain
     from svmtrain import memory
     calls = []
     monkeypatch.setattr(memory, "fix_mmap_threshold", lambda n: calls.append(n) or True)
-    for limit, expected in ((None, memory.WINDOWS_MMAP_THRESHOLD),
-                            ("200KB", memory.BOUNDED_WINDOWS_MMAP_THRESHOLD)):
+    for limit in (None, "200KB", "none"):
         calls.clear()
         svmtrain.train(os.path.join(REPO, "data", "conll2000.train.svm"),
                        svmtrain.Problem(task="sequence", C=0.1),
                        svmtrain.OnlineDual(cache_limit=limit, chunk=20))
-        assert calls[-1] == expected
+        assert calls[-1] == memory.WINDOWS_MMAP_THRESHOLD
+    calls.clear()
+    svmtrain.train(os.path.join(REPO, "data", "heart_scale"), svmtrain.Problem(C=1.0),
+                   svmtrain.OnlineDual())
+    assert calls and set(calls) == {memory.STREAM_MMAP_THRESHOLD}
 
 
 def test_the_heap_gives_back_what_a_window_freed():

@@ -204,10 +204,9 @@ re-optimisation):
       three pairs (+8.4%, +3.0%, +6.4%; the peak of one command moves by a few MB from run to run);
     - written 8 times (7 windows of 234,000 rows): 292 s / 161.8 MB / 0.0701, against 895 s /
       354 MB / 0.0151 without a bound;
-    - at glibc's 4 MB mmap threshold (the one-window default, for speed) the file written 4 and
-      8 times peaked 15-20 MB higher (183-191 MB, windows of 250,000 rows); the pipeline sets
-      1 MB once the bound evicts (`window_bound_mmap`), from the first window when the file's
-      size says it has several, as under a limit;
+    - at a 4 MB mmap threshold the file written 4 and 8 times peaked 15-20 MB higher (183-191
+      MB, windows of 250,000 rows) than at the 1 MB the pipeline sets for every structured run
+      (svmtrain.memory.WINDOWS_MMAP_THRESHOLD);
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
@@ -380,8 +379,6 @@ class OnlineOptions:
     cache_limit_bytes: Optional[int] = None
     window_bound: bool = False                 # without a limit: at most what the largest window's
                                                # constraints needed (see The window bound)
-    window_bound_mmap: Optional[int] = None     # the allocator's mmap threshold once the window
-                                                # bound evicts (svmtrain.memory; None: unchanged)
     max_epochs: int = 1000
     shrinking: bool = True
     zero_based: bool = False
@@ -607,14 +604,8 @@ class OnlineDual:
         if self.window_caps is None:        # (once a run: the file's head is read for it)
             self.window_caps = (self.opt.shuffle_window, self.opt.window_rows)
             if self.shuffles and own is None:
-                *self.window_caps, windows = _balanced_windows(self.path, self._grouping,
-                                                               *self.window_caps)
-                if windows is not None and windows > 1 and self._window_bounds:
-                    # a file of several windows: the allocator's policy under the bound from the
-                    # start, not from the second window on (UD English EWT written 4 times: the
-                    # heap the first window grew at the windows' threshold stayed, a quarter of
-                    # it free, beside the mapped arrays of the later windows)
-                    self._bounded_allocation()
+                *self.window_caps, _n_windows = _balanced_windows(self.path, self._grouping,
+                                                                  *self.window_caps)
         window_caps = self.window_caps
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
@@ -660,7 +651,6 @@ class OnlineDual:
                     if self.pass_ == 0 and self.rows_done > 0 and store.positions is None:
                         # a file of several windows: the window bound evicts from now on
                         store.track_positions(self.row_pos)
-                        self._bounded_allocation()
                     self.row_pos = None
             else:
                 self.row_of = None
@@ -1095,12 +1085,6 @@ class OnlineDual:
         return (self.window_bound is not None and self.cache.store.positions is not None
                 and self._window_bounds)
 
-    def _bounded_allocation(self):
-        """The allocator's policy once the window bound evicts (the pipeline's choice)."""
-        if self.opt.window_bound_mmap is not None:
-            from svmtrain.memory import fix_mmap_threshold
-            fix_mmap_threshold(self.opt.window_bound_mmap)
-
     def _bound_by_window(self, first, n):
         """A window (examples first.., n of them) was let go, its rows in use now counted: evict
         earlier windows' constraints down to the bound, then raise the bound to what is held if
@@ -1449,8 +1433,6 @@ class OnlineDual:
         bound = int(s.get("window_bound", -1))
         self.window_bound = None if bound < 0 or not self._window_bounds else bound
         rel_kept = bool(s.get("rel_kept", False))
-        if rel_kept and self._window_bounds:
-            self._bounded_allocation()
         if self._returns or (rel_kept and self._window_bounds):
             # each row's place from its terms' (REL_UNKNOWN: saved by a run without a bound)
             rel = s["term_rel"]
