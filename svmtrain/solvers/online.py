@@ -137,14 +137,15 @@ next is read, so the cache owns a `RowStore`:
       only the rows in use, each with its row in the window (`RowStore.saved`).
 On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack holds. The peak
 was n-slack's within 1-2% (the heap trimmed before each re-optimisation; in the same runs UD
-135.9 against 132.7 MB, conll2000 148.3 against 146.5 MB); n-slack's has fallen since, and on UD
-one pass now peaks 10% above it (133.3 against 120.7 MB, RSS sampled every 50 ms: n-slack trains
-at 92-103 MB after reading at 110, one pass at 112-124; at one pass's heap peak, 95.9 MB by
-memray, the cache's terms took 36.3, the row store 22.1 and w 16.0). No schedule gets far below n-slack on such a file: at the heap peak of
-n-slack on UD English EWT (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens'
-per-row arrays 6.5, now 2 in their narrow types) and the rest the dual state both modes hold (the
-cache's terms 26.3, the engine over them 20.1, w 16.0; the engine's dense scratch of n_w zeros,
-16 of those 20.1 MB as allocated, is now a small table); a schedule holding none of the data would
+135.9 against 132.7 MB, conll2000 148.3 against 146.5 MB); n-slack's has fallen since, and one
+pass of the command now peaks at 1.07x n-slack's on UD (124 against 116 MB) and 0.93x on
+conll2000 (132 against 142 MB; bench group online-structured, 2026-11-28; at one pass's heap
+peak on UD, 95.9 MB by memray, the cache's terms took 36.3, the row store 22.1 and w 16.0).
+No schedule gets far below n-slack on such a file: at the heap peak of n-slack on UD English EWT
+(98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens' per-row arrays 6.5, now 2 in
+their narrow types) and the rest the dual state both modes hold (the cache's terms 26.3, the
+engine over them 20.1, w 16.0; the engine's dense scratch of n_w zeros, 16 of those 20.1 MB as
+allocated, is now a small table); a schedule holding none of the data would
 still be at about 0.85x n-slack's peak RSS, and smaller windows hold no less, since a window's
 constraints touch most of its rows. The certificate's pass after training needs w alone: the
 pipeline lets the cache go before it (unless a resume state is asked for), which was 35 MB of the
