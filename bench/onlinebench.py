@@ -272,22 +272,23 @@ def curve(task, train, test, C, passes=3, options=None):
     return json.loads(stdout), rss
 
 
-def _command_row(table, label, task, C, train_file, test_file, model, t_b, cpu_b, rss_b):
-    """One pass of `svmtrain train -m online-dual` as a user runs it (its certifying pass
-    included, in the time): wall time, CPU and peak RSS of the whole process against n-slack's
-    (t_b, cpu_b, rss_b), the gap verify-bound certifies, the test accuracy. The memory the issue
-    compares with n-slack's is this process's, not the pass-by-pass runner's."""
+def _command_row(table, label, run, task, C, mode_args, train_file, test_file, model, batch=None):
+    """One `svmtrain train -t task -c C -e 1e-3 *mode_args` as a user runs it, in a fresh
+    process: wall time, CPU and peak RSS of the whole process (online-dual's certifying pass
+    included), the gap verify-bound certifies, the test accuracy; its CPU and RSS against
+    `batch`, n-slack's record on the same file, when given. The memory the issue compares with
+    n-slack's is this process's, not the pass-by-pass runner's. Appends the row; returns the
+    record."""
     cpu = _children_cpu()
-    t, rss, _ = best(1, train_file, model, "-t", task, "-m", "online-dual", "-c", repr(C), "-e", "1e-3",
-                     "--passes", "1")
+    t, rss, _ = best(1, train_file, model, "-t", task, "-c", repr(C), "-e", "1e-3", *mode_args)
     cpu = _children_cpu() - cpu
     v = verify(model, train_file)
-    acc = f"{100 * predict(test_file, model)['accuracy']:.2f}" if test_file else "-"
-    table.rows.append([label, "online-dual 1 pass, the command", f"{v['relative_gap']:.1e}", fs(t),
-                       fs(cpu), f"{cpu / cpu_b:.2f}", f"{rss:.0f}", f"{rss / rss_b:.2f}", acc, "", ""])
-    record = {"data": label, "run": "online-dual command, 1 pass", "seconds": t, "cpu": cpu,
-              "rss_mb": rss, "verify": v, "batch_seconds": t_b, "batch_cpu": cpu_b,
-              "batch_rss_mb": rss_b}
+    acc = 100 * predict(test_file, model)["accuracy"] if test_file else None
+    ratios = ((f"{cpu / batch['cpu']:.2f}", f"{rss / batch['rss_mb']:.2f}") if batch else ("1", "1"))
+    table.rows.append([label, run, f"{v['relative_gap']:.1e}", fs(t), fs(cpu), ratios[0],
+                       f"{rss:.0f}", ratios[1], "-" if acc is None else f"{acc:.2f}", "", ""])
+    record = {"data": label, "run": run, "seconds": t, "cpu": cpu, "rss_mb": rss, "verify": v,
+              "test_accuracy": acc}
     table.records.append(record)
     return record
 
@@ -310,15 +311,9 @@ def bench_online_structured(data, quick, repeat):
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "m"
         for label, task, C, tr, te in sets:
-            cpu_b = _children_cpu()
-            t_b, rss_b, _ = best(1, tr, model, "-t", task, "-m", "n-slack", "-c", repr(C), "-e", "1e-3")
-            cpu_b = _children_cpu() - cpu_b
-            v = verify(model, tr)
-            acc_b = 100 * predict(te, model)["accuracy"]
-            table.rows.append([label, "n-slack -e 1e-3", f"{v['relative_gap']:.1e}", fs(t_b), fs(cpu_b),
-                               "1", f"{rss_b:.0f}", "1", f"{acc_b:.2f}", "", ""])
-            table.records.append({"data": label, "run": "n-slack", "seconds": t_b, "cpu": cpu_b,
-                                  "rss_mb": rss_b, "verify": v, "test_accuracy": acc_b})
+            batch = _command_row(table, label, "n-slack -e 1e-3", task, C, ["-m", "n-slack"], tr,
+                                 te, model)
+            t_b, cpu_b, rss_b = batch["seconds"], batch["cpu"], batch["rss_mb"]
             passes, rss_o = curve(task, tr, te, C)
             for r in passes:
                 table.rows.append([label, f"online-dual after pass {r['pass']}", f"{r['gap']:.1e}",
@@ -329,27 +324,22 @@ def bench_online_structured(data, quick, repeat):
             table.records.append({"data": label, "run": "online-dual", "passes": passes,
                                   "rss_mb": rss_o, "batch_seconds": t_b, "batch_cpu": cpu_b,
                                   "batch_rss_mb": rss_b})
-            command = _command_row(table, label, task, C, tr, te, model, t_b, cpu_b, rss_b)
+            online_one_pass = ["-m", "online-dual", "--passes", "1"]
+            command = _command_row(table, label, "online-dual 1 pass, the command", task, C,
+                                   online_one_pass, tr, te, model, batch)
             if label.startswith("UD") and not quick:
                 once = command["rss_mb"]
+                # both commands on the file 4 times: what the online-dual mode saves once a file
+                # is more than one window
                 x4_file = _repeated_sentences(data, tr, 4)
-                # n-slack on the file 4 times: what the online-dual mode saves once a file is more
-                # than one window
-                cpu_b4 = _children_cpu()
-                t_b4, rss_b4, _ = best(1, x4_file, model, "-t", task, "-m", "n-slack", "-c", repr(C),
-                                       "-e", "1e-3")
-                cpu_b4 = _children_cpu() - cpu_b4
-                v4 = verify(model, x4_file)
-                table.rows.append([label + " x4", "n-slack -e 1e-3", f"{v4['relative_gap']:.1e}",
-                                   fs(t_b4), fs(cpu_b4), "1", f"{rss_b4:.0f}", "1", "", "", ""])
-                table.records.append({"data": label + " x4", "run": "n-slack", "seconds": t_b4,
-                                      "cpu": cpu_b4, "rss_mb": rss_b4, "verify": v4})
-                x4 = _command_row(table, label + " x4", task, C, x4_file, None, model, t_b4,
-                                  cpu_b4, rss_b4)
+                batch4 = _command_row(table, label + " x4", "n-slack -e 1e-3", task, C,
+                                      ["-m", "n-slack"], x4_file, None, model)
+                x4 = _command_row(table, label + " x4", "online-dual 1 pass, the command", task, C,
+                                  online_one_pass, x4_file, None, model, batch4)
                 table.rows.append(["UD x4 / x1 peak RSS, online-dual 1 pass", "", "", "", "", "",
                                    f"{100 * (x4['rss_mb'] / once - 1):+.1f}%", "", "", "", ""])
                 # under a bound: evicted support vectors come back in the later passes
-                bounded, _ = curve(task, _repeated_sentences(data, tr, 4), None, C, passes=3,
+                bounded, _ = curve(task, x4_file, None, C, passes=3,
                                    options={"cache_limit_bytes": 32 << 20})
                 for r in bounded:
                     table.rows.append([label + " x4", f"--cache-limit 32MB after pass {r['pass']}",
@@ -375,7 +365,7 @@ def bench_online_structured(data, quick, repeat):
                                       "passes": once_bounded})
                 # a bound that binds on both (once's unbounded cache peaks at about 26 MB)
                 pair = [curve(task, f, None, C, passes=1, options={"cache_limit_bytes": 16 << 20})[0][0]
-                        for f in (tr, _repeated_sentences(data, tr, 4))]
+                        for f in (tr, x4_file)]
                 for name, r in zip((label, label + " x4"), pair):
                     table.rows.append([name, "--cache-limit 16MB after pass 1", f"{r['gap']:.1e}",
                                        fs(r["seconds"]), fs(r["cpu"]), "-", f"{r['rss_mb']:.0f}",
