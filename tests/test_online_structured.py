@@ -808,3 +808,20 @@ def test_windows_of_a_long_file_are_cut_alike(tmp_path):
     # a file the reader takes whole (below a MiB), standard input: the caps given
     assert _balanced_windows(CONLL, "consecutive", 100000, 500) == (100000, 500, None)
     assert _balanced_windows("-", "consecutive", 100000, 500) == (100000, 500, None)
+
+
+def test_the_cache_numbers_its_rows_in_int32_and_lets_the_fold_go_when_released(tmp_path):
+    """The cache's row numbers take 4 bytes a term, not 8 (a third of a sequence term's memory),
+    in a run and in the run resumed from its state; release() lets go, with the cache, what the
+    evicted support vectors keep (their codes and w0), which the certificate's pass does not need."""
+    path = _written(tmp_path, 4)
+    task, opt = _by_window(path)
+    solver = OnlineDual(task, path, opt)
+    result = solver.run()
+    assert result.evicted > 0 and solver.cache.cons.term_row.dtype == np.int32
+    state = solver.state()
+    resumed = OnlineDual(task, path, opt, state)
+    assert resumed.cache.cons.term_row.dtype == np.int32      # (renumbered to the rows in use)
+    assert resumed.cache.size == solver.cache.size
+    solver.release()
+    assert solver.cache is None and solver.folded is None and solver.w0 is None

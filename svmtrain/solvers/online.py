@@ -208,6 +208,18 @@ re-optimisation):
     - at a 4 MB mmap threshold the file written 4 and 8 times peaked 15-20 MB higher (183-191
       MB, windows of 250,000 rows) than at the 1 MB the pipeline sets for every structured run
       (svmtrain.memory.WINDOWS_MMAP_THRESHOLD);
+    - where x4's peak above once's comes from (int32 cache rows, _row_index: 138 against 118 MB;
+      the process's high-water mark and glibc's mallinfo2 read at each chunk, re-optimisation and
+      window): x1 peaks while a chunk's constraints are added, x4 in its evictions (the fold into
+      w0, the cache's copy of what stays, the store's compaction), from a level about 14 MB above
+      x1's at the same point of a window: w0 2.7 MB, the kept evicted support vectors 3-4 MB, the
+      earlier windows' rows still in use 4.5 MB, and the heap's pieces of small arrays. Evicting
+      the let-go window's constraints before the next window is read (down to a share of the
+      bound, the first window's positions tracked at once) took x4 to 129 MB, but at a share of
+      0 / 0.5 / 0.75 certified 0.097 / 0.093 / 0.068 (0.092 at 0.5 with the last window's kept)
+      against 0.044: the re-optimisations early in the next window revise those alphas, and
+      frozen at once they cost the pass's certificate more than the 10% of memory they save.
+      Trimming the heap after every chunk moved nothing (144.3 MB);
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
@@ -1544,7 +1556,8 @@ def _row_index(n_rows):
     engine reads either in place). int64 took 8 of the 21 bytes of a sequence term, and as much
     again in each copy of the terms an eviction or a new chunk makes: UD English EWT one pass
     124-127 -> 118 MB, written 4 times 142-143 -> 138 MB (its window bound, in bytes, then holds
-    fewer constraints: certified 0.0462 against 0.0443)."""
+    fewer constraints: certified 0.0462 against 0.0443). The same models on one window (UD,
+    conll2000: 135.7 -> 132.1 MB), in the same time."""
     return np.int32 if n_rows < 2**31 else np.int64
 
 
