@@ -138,8 +138,9 @@ next is read, so the cache owns a `RowStore`:
 On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack holds. The peak
 was n-slack's within 1-2% (the heap trimmed before each re-optimisation; in the same runs UD
 135.9 against 132.7 MB, conll2000 148.3 against 146.5 MB); n-slack's has fallen since, and one
-pass of the command now peaks at 1.07x n-slack's on UD (124 against 116 MB) and 0.93x on
-conll2000 (132 against 142 MB; bench group online-structured, 2026-11-28; at one pass's heap
+pass of the command now peaks at 0.98x n-slack's on UD (116 against 118 MB) and 0.90x on
+conll2000 (128 against 142 MB; bench group online-structured, 2026-11-28, the cache's rows int32;
+before them 1.07x and 0.93x; at one pass's heap
 peak on UD, 95.9 MB by memray, the cache's terms took 36.3, the row store 22.1 and w 16.0).
 No schedule gets far below n-slack on such a file: at the heap peak of n-slack on UD English EWT
 (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens' per-row arrays 6.5, now 2 in
@@ -1252,9 +1253,8 @@ class OnlineDual:
             parts.append((Constraints(ret.tptr, stored, ret.scale, ret.offset, ret.bias, ret.margin,
                                       ret.group, ret.key), ret.alpha, local))
         c = self.cache
-        index = c.cons.term_row.dtype if len(c.cons.term_row) else parts[0][0].term_offset.dtype
         new = Constraints.concat([p for p, _, _ in parts])
-        new.term_row = new.term_row.astype(index)
+        new.term_row = new.term_row.astype(_row_index(c.store.n_rows))     # (as _admit's)
         alpha = np.concatenate([a for _, a, _ in parts])
         local = np.concatenate([l for _, _, l in parts])
         c.store.hold(new.term_row)
