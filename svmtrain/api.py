@@ -233,10 +233,6 @@ def _model(model):
     return read_model(model)
 
 
-#: input bytes per block when predicting (sector's test file in one 8 MB block: +9 MB at the peak)
-PREDICT_BLOCK = 1 << 20
-
-
 @_one_blas_thread
 def predict(model, data, *, output=None, scores=False, where=None, progress=False, task=None):
     """Predict `data` with `model` (a Model or a model file, ours or LIBLINEAR's).
@@ -285,10 +281,9 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
                                     scores, out, metric)
             return
         with byte_bar(source, show, "predicting") as bar:
-            # blocks of 1 MB of input: predictions need no more, and the model is the peak
+            # blocks of STREAM_BLOCK input bytes: predictions need no more, and the model is the peak
             blocks = (user(source) if user is not None else
-                      data_layer.stream(source, zero_based=zero_based, block_bytes=PREDICT_BLOCK,
-                                        progress=bar))
+                      data_layer.stream(source, zero_based=zero_based, progress=bar))
             for block in data_layer.whole_examples(blocks, task.grouping):
                 labels, values = predict_block(block)
                 metric.add(labels, block)

@@ -677,9 +677,17 @@ class MemorySource(str):
         return (MemorySource, (list(self._blocks) if not self.once else [], str(self), self.once))
 
 
-def stream(source, *, zero_based: bool = False, block_bytes: int = 8 << 20,
+#: input bytes per block of a streaming pass (online-dual's windows, the certificate's pass,
+#: verify-bound, predict): a block and the reader's buffer are what such a pass holds of the file.
+#: 1 MB reads as fast as 8 MB; 8 MB blocks were 31 MB of the heap peak of online-dual on UD
+#: English EWT written 4 times, and +9 MB of predict's on sector's test file
+STREAM_BLOCK = 1 << 20
+
+
+def stream(source, *, zero_based: bool = False, block_bytes: int = STREAM_BLOCK,
            progress: Optional[Callable[[int], object]] = None) -> Iterator[Block]:
-    """The blocks of a path (iter_blocks) or of a MemorySource."""
+    """The blocks of a path (iter_blocks) or of a MemorySource, STREAM_BLOCK input bytes at a
+    time by default."""
     if isinstance(source, MemorySource):
         return source.iter_blocks(progress)
     return iter_blocks(source, zero_based=zero_based, block_bytes=block_bytes, progress=progress)

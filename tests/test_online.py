@@ -351,6 +351,37 @@ def test_features_appearing_late_widen_w(runner, tmp_path):
         assert np.sum((o.w - b.w) ** 2) <= 2 * (o.primal - b.dual) + 1e-9
 
 
+def test_widening_in_the_solvers_layout_is_widening_through_the_models():
+    """New features widen w (and w0) as a run of zeros in the solvers' feature-major layout: the
+    same vector, and w0 held in the same form, as inserting them in every block of the model's
+    layout (the path a task with another layout takes)."""
+    from types import SimpleNamespace
+    from svmtrain.solvers.online_store import SparseW0, inserted_zeros
+    from svmtrain.tasks.base import Geometry
+    from svmtrain.tasks.binary import Binary
+    from svmtrain.tasks.multiclass import Multiclass
+    from svmtrain.tasks.sequence import Sequence
+    rng = np.random.default_rng(5)
+    for task in (Binary(np.array([-1.0, 1.0])), Multiclass(np.array([1.0, 2.0, 3.0])),
+                 Sequence(np.array([1.0, 2.0, 3.0]))):
+        for bias in (None, 1.0):
+            old, new = Geometry(4, bias), Geometry(7, bias)
+            blocks = task.n_weights(Geometry(5, bias)) - task.n_weights(old)
+            w = rng.normal(size=task.n_weights(old))
+            through_model = OnlineDual._widened(SimpleNamespace(task=task), w, old, new, blocks)
+            at, gap = blocks * old.n_cols, blocks * (new.n_cols - old.n_cols)
+            assert len(through_model) == task.n_weights(new)
+            assert np.array_equal(inserted_zeros(w, at, gap), through_model)
+            for density in (0.1, 0.5, 0.9):        # w0 as its non-zeros, as a vector, between
+                w0 = np.where(rng.random(len(w)) < density, w, 0.0)
+                widened = SparseW0.of(w0.copy()).widened(at, gap)
+                expected = SparseW0.of(OnlineDual._widened(SimpleNamespace(task=task), w0, old,
+                                                           new, blocks))
+                assert (widened.full is None) == (expected.full is None)
+                assert np.array_equal(widened.dense(), expected.dense())
+                assert np.array_equal(widened.index, expected.index)
+
+
 def _cli(*args):
     return [sys.executable, "-c", "from svmtrain.cli import main; main()", *map(str, args)]
 

@@ -79,9 +79,10 @@ is in bench/README.md, online-structured):
       at the time's memory); sector took 27.5 s when pruned at 2 against 22.6 s;
     - DEFAULT_WINDOW_ROWS = 250,000 holds UD English EWT (204,577 tokens) and conll2000 (211,727)
       in one window, so that their one pass is the loop above. Smaller windows leave the earlier
-      windows' constraints those of a staler w (conll2000 in 60,000-row windows: 0.16 after one
-      pass) and save little memory, since a window's constraints touch most of its rows. Binary
-      files are cut by shuffle_window (100,000 examples) first.
+      windows' constraints those of a staler w, and save some memory: UD in 2 / 4 windows
+      (--window-rows 110000 / 55000) certified 0.153 / 0.22 after one pass at 108 / 101 MB,
+      against 8.8e-4 at 118 MB in one (conll2000 in 60,000-row windows: 0.16). Binary files are
+      cut by shuffle_window (100,000 examples) first.
 
 Ranking (one slack per query; Ranking.worst_offenders). The task has a slack per preference pair,
 but a query's pair terms are one max: C_q sum_pairs max(0, 1 - w.(x_a - x_b)) = C_q max over pair
@@ -310,7 +311,7 @@ from svmtrain.solvers.online_reading import (RowDigest, _balanced_windows, _chec
 from svmtrain.solvers.online_state import STATE_VERSION, StateError
 from svmtrain.solvers.online_store import (COMPACT_PIECE, FOLD_BANDS, FOLD_PIECE, REL_UNKNOWN, Cache,
                                            Folded, RowStore, SparseW0, _kept_bytes, _pieces,
-                                           _places)
+                                           _places, inserted_zeros)
 from svmtrain.tasks.base import Constraints, Geometry
 
 DEFAULT_CHUNK = 1000
@@ -324,10 +325,6 @@ DEFAULT_STRUCTURED_LOOKS = 100
 STRUCTURED_INNER_EPOCHS = 10
 STRUCTURED_MIN_CHUNKS = 6
 EVICT_TO = 0.9                 # a byte bound, once passed, is evicted down to this share of it
-STREAM_BLOCK = 1 << 20          # input bytes the reader parses at a time: a block, and the reader's
-                               # buffer, are held while a window is looked at (the block its next
-                               # window starts in); 8 MB was 31 MB of UD x4's heap peak, and 1 MB
-                               # reads as fast
 TRIM_WINDOW_NNZ = 1 << 20       # non-zeros of a window after which the heap is trimmed
 
 
@@ -397,7 +394,8 @@ class OnlineOptions:
     shrinking: bool = True
     zero_based: bool = False
     checkpoint_every: Optional[float] = None   # seconds
-    block_bytes: int = STREAM_BLOCK
+    block_bytes: int = data.STREAM_BLOCK      # (a block is held while a window is looked at:
+                                              # the block its next window starts in)
     shuffle_window: int = DEFAULT_SHUFFLE_WINDOW  # examples per shuffled window (0: file order)
     window_looks: Optional[int] = None         # sweeps of a window after its first visit, at most
                                                # (None: DEFAULT_WINDOW_LOOKS, or
@@ -494,11 +492,22 @@ class OnlineDual:
         new = Geometry(n_cols, old.bias)
         blocks = self.task.n_weights(Geometry(old.n_cols + 1, old.bias)) - self.task.n_weights(old)
         tail = len(self.w) - blocks * old.width
-        w, self.w = self.w, None
-        self.w = self._widened(w, old, new, blocks)
-        if self.w0 is not None:
-            w0, self.w0 = self.w0.dense(), None
-            self.w0 = SparseW0.of(self._widened(w0, old, new, blocks))
+        if blocks <= 1 or self.stride == blocks:
+            # the solvers' w is feature-major (feature j of block k at j * blocks + k, the bias's
+            # weights after the features', then the tail): the new features' weights are a run of
+            # zeros after the old features'. One new vector beside the old: through the model's
+            # layout (_widened), UD English EWT read in 4 windows built w four times more at each
+            # window's start, 16 MB each (peak 159 MB against 87 MB between the windows)
+            at, gap = blocks * old.n_cols, blocks * (new.n_cols - old.n_cols)
+            self.w = inserted_zeros(self.w, at, gap)
+            if self.w0 is not None:
+                self.w0 = self.w0.widened(at, gap)
+        else:
+            w, self.w = self.w, None
+            self.w = self._widened(w, old, new, blocks)
+            if self.w0 is not None:
+                w0, self.w0 = self.w0.dense(), None
+                self.w0 = SparseW0.of(self._widened(w0, old, new, blocks))
         assert len(self.w) == self.task.n_weights(new) and tail >= 0
         # terms past the blocks (sequence transitions) move with the blocks' end
         t = self.cache.cons
@@ -514,7 +523,8 @@ class OnlineDual:
         self._geometry_changed()
 
     def _widened(self, w, old, new, blocks):
-        """w (laid out for the geometry `old`) with zeros for the new features in every block."""
+        """w (laid out for the geometry `old`) with zeros for the new features in every block,
+        through the model's layout: for a task whose solver layout is not feature-major."""
         if not w.any():
             # zeros in any layout (the first window's widening: sector's w, 46 MB, was built
             # three times over at the peak of a one-pass run)

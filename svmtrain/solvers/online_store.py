@@ -573,6 +573,21 @@ class SparseW0:
         out[self.index] = self.value
         return out
 
+    def widened(self, at, gap):
+        """w0 with `gap` zeros inserted before entry `at` (new features: OnlineDual._widen), held
+        as SparseW0.of holds a vector: as such unless under a third of it is non-zero."""
+        if self.full is not None:
+            return SparseW0.of(inserted_zeros(self.full, at, gap))
+        out = SparseW0(self.n + gap)
+        kept = self.value != 0.0
+        index = self.index[kept].astype(out.index.dtype)
+        index[index >= at] += gap
+        out.index, out.value = index, self.value[kept]
+        if 3 * len(index) >= out.n:
+            out.full = out.dense()
+            out.index, out.value = out.index[:0], out.value[:0]
+        return out
+
     def add_to(self, w):
         """w += w0, in place."""
         if self.full is not None:
@@ -646,6 +661,15 @@ class SparseW0:
                 self.index = np.flatnonzero(self.full).astype(self.index.dtype)
                 self.value = self.full[self.index]
                 self.full = None
+
+
+def inserted_zeros(v, at, gap):
+    """The vector v with `gap` zeros inserted before entry `at` (one new vector)."""
+    out = np.empty(len(v) + gap)
+    out[:at] = v[:at]
+    out[at:at + gap] = 0.0
+    out[at + gap:] = v[at:]
+    return out
 
 
 def _ranges(lo, hi):

@@ -372,9 +372,14 @@ class LabelledTask(Task):
         out.reshape(self.K, -1)[...] = rows
         return out
 
-    def feature_major(self, w_blocks):
-        """K class-major rows (flat) as feature-major blocks (flat)."""
-        return np.ascontiguousarray(np.asarray(w_blocks, dtype=np.float64).reshape(self.K, -1).T).ravel()
+    def feature_major(self, w_blocks, out=None):
+        """K class-major rows (flat) as feature-major blocks (flat); written into `out` (flat, as
+        long) when given, with no temporary copy."""
+        blocks = np.asarray(w_blocks, dtype=np.float64).reshape(self.K, -1).T
+        if out is None:
+            return np.ascontiguousarray(blocks).ravel()
+        out.reshape(-1, self.K)[...] = blocks
+        return out
 
 
 class PredictsScores:

@@ -126,7 +126,10 @@ class Sequence(LabelledTask):
         """The model's w (K emission blocks, then transitions) with feature-major emissions."""
         w = np.asarray(model_w, dtype=np.float64).ravel()
         E = len(w) - (self.K + 1) * self.K
-        return np.concatenate([self.feature_major(w[:E]), w[E:]])
+        out = np.empty(len(w))        # (the emissions transposed into it: one copy of w, not two)
+        self.feature_major(w[:E], out=out[:E])
+        out[E:] = w[E:]
+        return out
 
     def costs(self, block, C):
         return C * sentence_costs(block, "")
