@@ -278,6 +278,16 @@ def test_row_store_compacted_in_place_keeps_its_rows_and_gives_back_the_room(mon
             assert len(store._data) == len(before) and len(view) == len(before)
         else:
             assert len(store._data) == len(store._indices) == store.nnz + spare_nnz
+            # a second compaction: `moved` takes each row of before the first to its row now
+            assert np.array_equal(store.moved[term_row], renumbered)
+            gone = renumbered[::3]
+            store.release(gone)
+            later = np.delete(renumbered, np.arange(0, len(renumbered), 3))
+            again = store.compact(later.copy(), force=True)
+            still = np.isin(term_row, live[np.unique(later)])
+            assert np.array_equal(store.moved[term_row[~still]], np.full(np.count_nonzero(~still), -1))
+            assert np.array_equal(store.moved[np.delete(term_row, np.arange(0, len(term_row), 3))], again)
+            assert np.array_equal(store.indptr[1:] - store.indptr[:-1], lengths[live[np.unique(later)]])
 
 
 def test_row_store_keeps_narrow_values_until_rows_that_are_not_come():

@@ -17,7 +17,7 @@ import numpy as np
 from svmtrain import data
 from svmtrain.tasks.base import Constraints
 
-COMPACT_PIECE = 1 << 16         # non-zeros a row-store compaction moves at a time (its index
+COMPACT_PIECE = 1 << 16         # non-zeros (and rows) a row-store compaction moves at a time (its index
                                # arrays are int64: 1 << 20 was 25 MB of UD x4's heap peak)
 FOLD_BANDS = 8                 # a large fold into w0 is added w's length / 8 columns at a time,
                                # and a smaller one as a list of its entries (SparseW0)
@@ -124,7 +124,7 @@ class RowStore:
             first, n = self.pinned
             mask[first:first + n] = False
         rows = int(np.count_nonzero(mask))
-        nnz = int(np.diff(self.indptr)[mask].sum()) if rows else 0
+        nnz = _rows_nnz(self.indptr, mask) if rows else 0
         return (4 + self._data.itemsize) * nnz + (16 if self._pos is None else 20) * rows
 
     def add(self, indptr, indices, data_, rows, spare=None):
@@ -275,7 +275,11 @@ class RowStore:
         The kept rows move down in place, a bounded piece at a time, and the arrays are then cut
         to them and a spare where nothing else refers to them: a rebuilt copy of the store next to
         the old one was the peak of a one-pass UD English EWT run (39 MB). A block over the old
-        arrays is stale afterwards (`compactions` counts the moves), as it was with new arrays."""
+        arrays is stale afterwards (`compactions` counts the moves), as it was with new arrays.
+        The rows are taken a piece at a time too (COMPACT_PIECE rows or entries), so that what a
+        compaction holds besides the store is a byte and a new number per row: the kept rows'
+        starts, lengths and ends listed whole, with their numbers, were 7-11 MB above the level
+        of UD written 4 times at its peak, in a window's evictions."""
         live = self.refs > 0
         if self.pinned is not None:
             live[self.pinned[0]:self.pinned[0] + self.pinned[1]] = True
@@ -283,46 +287,68 @@ class RowStore:
             if force:
                 self._shrink()
             return term_row
-        lengths = np.diff(self.indptr)
-        dead_nnz = int(lengths[~live].sum())
-        if not force and (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
-                          and (~live).sum() <= max(live.sum(), 1 << 12)):
-            return term_row
-        keep = np.flatnonzero(live)
-        starts, lengths = self._indptr[keep], lengths[keep]
-        ends = np.cumsum(lengths)
-        # rows in order, each to at or below where it was: a piece read before it is written never
-        # overwrites a later piece's rows
+        n_rows = self.n_rows
+        if not force:
+            dead = ~live
+            dead_nnz = _rows_nnz(self.indptr, dead)
+            if (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
+                    and int(np.count_nonzero(dead)) <= max(n_rows - int(np.count_nonzero(dead)), 1 << 12)):
+                return term_row
+            del dead
+        indptr = self._indptr
+        renumber = np.full(n_rows, -1, np.int64)
+        rows = nnz = 0              # kept so far: where the next piece's rows and entries go
         first = 0
-        while first < len(keep):
-            base = int(ends[first] - lengths[first])          # where the piece's rows go
-            last = max(int(np.searchsorted(ends, base + COMPACT_PIECE, side="right")), first + 1)
-            n = lengths[first:last]
-            total = int(n.sum())
-            src = np.repeat(starts[first:last] - (np.cumsum(n) - n), n) + np.arange(total)
-            self._indices[base:base + total] = self._indices[src]
-            self._data[base:base + total] = self._data[src]
+        # rows in order, each to at or below where it was: a piece is read before it is written,
+        # and never overwrites a later piece's rows (nor the row pointers those are read from)
+        while first < n_rows:
+            ends = indptr[first + 1:min(first + COMPACT_PIECE, n_rows) + 1]
+            last = first + max(int(np.searchsorted(ends, indptr[first] + COMPACT_PIECE, side="right")), 1)
+            keep = first + np.flatnonzero(live[first:last])
+            if len(keep):
+                starts = indptr[keep]
+                n = indptr[keep + 1] - starts
+                total = int(n.sum())
+                src = np.repeat(starts - (np.cumsum(n) - n), n) + np.arange(total)
+                self._indices[nnz:nnz + total] = self._indices[src]
+                self._data[nnz:nnz + total] = self._data[src]
+                del src
+                self._refs[rows:rows + len(keep)] = self._refs[keep]
+                if self._pos is not None:
+                    self._pos[rows:rows + len(keep)] = self._pos[keep]
+                indptr[rows + 1:rows + 1 + len(keep)] = nnz + np.cumsum(n)
+                renumber[keep] = rows + np.arange(len(keep))
+                rows, nnz = rows + len(keep), nnz + total
             first = last
-        self._refs[:len(keep)] = self._refs[keep]
-        if self._pos is not None:
-            self._pos[:len(keep)] = self._pos[keep]
-        self._indptr[0] = 0
-        self._indptr[1:len(keep) + 1] = ends
-        self._refs[len(keep):self.n_rows] = 0
-        self.n_rows, self.nnz = len(keep), int(ends[-1]) if len(keep) else 0
+        indptr[0] = 0
+        del indptr, ends                     # (views: _shrink's reference check would keep it)
+        self._refs[rows:n_rows] = 0
+        self.n_rows, self.nnz = rows, nnz
         self._shrink()
         self.compactions += 1
-        renumber = np.full(len(live), -1, np.int64)
-        renumber[keep] = np.arange(len(keep))
         if self.pinned is not None:          # its rows were all kept, in order
             self.pinned = (int(renumber[self.pinned[0]]), self.pinned[1])
-        self.moved = renumber if self.moved is None else np.where(self.moved >= 0, renumber[np.maximum(self.moved, 0)], -1)
+        if self.moved is None:
+            self.moved = renumber
+        else:                                # (its readers take it and let it go)
+            earlier = self.moved >= 0
+            self.moved[earlier] = renumber[self.moved[earlier]]
         # in place, a piece at a time: renumber[term_row] whole was an int64 copy of every term
         # beside the int32 original, at the peak of a one-pass UD English EWT run (9 + 5 MB)
         for first in range(0, len(term_row), COMPACT_PIECE):
             piece = term_row[first:first + COMPACT_PIECE]
             piece[...] = renumber[piece]
         return term_row
+
+
+def _rows_nnz(indptr, mask):
+    """The entries of the rows where mask is True, COMPACT_PIECE rows at a time (every row's
+    length listed is 8 bytes a row)."""
+    total = 0
+    for first in range(0, len(mask), COMPACT_PIECE):
+        rows = indptr[first:first + COMPACT_PIECE + 1]
+        total += int((rows[1:] - rows[:-1])[mask[first:first + COMPACT_PIECE]].sum())
+    return total
 
 
 def _grown(a, n):
