@@ -499,9 +499,10 @@ class OnlineDual:
             # layout (_widened), UD English EWT read in 4 windows built w four times more at each
             # window's start, 16 MB each (peak 159 MB against 87 MB between the windows)
             at, gap = blocks * old.n_cols, blocks * (new.n_cols - old.n_cols)
-            self.w = inserted_zeros(self.w, at, gap)
-            if self.w0 is not None:
-                self.w0 = self.w0.widened(at, gap)
+            if gap:                 # (a task whose w does not follow the columns: none)
+                self.w = inserted_zeros(self.w, at, gap)
+                if self.w0 is not None:
+                    self.w0 = self.w0.widened(at, gap)
         else:
             w, self.w = self.w, None
             self.w = self._widened(w, old, new, blocks)

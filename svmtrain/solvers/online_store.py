@@ -290,11 +290,11 @@ class RowStore:
         n_rows = self.n_rows
         if not force:
             dead = ~live
-            dead_nnz = _rows_nnz(self.indptr, dead)
-            if (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
-                    and int(np.count_nonzero(dead)) <= max(n_rows - int(np.count_nonzero(dead)), 1 << 12)):
-                return term_row
+            dead_nnz, dead_rows = _rows_nnz(self.indptr, dead), int(np.count_nonzero(dead))
             del dead
+            if (dead_nnz <= max(self.nnz - dead_nnz, 1 << 16)
+                    and dead_rows <= max(n_rows - dead_rows, 1 << 12)):
+                return term_row
         indptr = self._indptr
         renumber = np.full(n_rows, -1, np.int64)
         rows = nnz = 0              # kept so far: where the next piece's rows and entries go
