@@ -71,6 +71,8 @@ def value_dtype(values: np.ndarray, compact: bool = True, *, bytes_too: bool = T
     the engine reads as float32 or float64). Checked a piece at a time: no full-size temporaries."""
     if not compact:
         return np.float64
+    if values.dtype == np.uint8:      # (bytes already: a compacted window's rows, chunk by chunk)
+        return np.uint8 if bytes_too else np.float32
     piece = 1 << 20
     narrowest = np.uint8 if bytes_too else np.float32
     with np.errstate(over="ignore", invalid="ignore"):    # a value past float32's range: float64

@@ -204,6 +204,10 @@ def test_values_and_scales_are_kept_in_the_narrowest_exact_type(tmp_path):
     assert data.value_dtype(np.array([0.0, 1.0, 2.0, 255.0])) == np.uint8
     assert data.value_dtype(np.array([1.0, 2.0]), bytes_too=False) == np.float32
     assert data.value_dtype(np.array([1.0, 2.0]), False) == np.float64
+    bytes_ = np.array([0, 1, 255], np.uint8)        # (a compacted window's rows: as the floats)
+    assert data.value_dtype(bytes_) == data.value_dtype(bytes_.astype(float)) == np.uint8
+    assert data.value_dtype(bytes_, bytes_too=False) == np.float32
+    assert data.value_dtype(bytes_, False) == np.float64
     for not_a_byte in (-1.0, 256.0, 0.5, -0.0, 2.0 ** 24, np.inf):
         assert data.value_dtype(np.array([1.0] * 5 + [not_a_byte])) == np.float32, not_a_byte
     for inexact in (0.1, 2.0 ** 24 + 1, 1e300, np.nan):
