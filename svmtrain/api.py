@@ -281,7 +281,7 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
                                     scores, out, metric)
             return
         with byte_bar(source, show, "predicting") as bar:
-            # blocks of STREAM_BLOCK input bytes: predictions need no more, and the model is the peak
+            # blocks of STREAM_BLOCK input bytes: predictions need no more (the model is the peak)
             blocks = (user(source) if user is not None else
                       data_layer.stream(source, zero_based=zero_based, progress=bar))
             for block in data_layer.whole_examples(blocks, task.grouping):

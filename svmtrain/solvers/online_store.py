@@ -17,8 +17,9 @@ import numpy as np
 from svmtrain import data
 from svmtrain.tasks.base import Constraints
 
-COMPACT_PIECE = 1 << 16         # non-zeros (and rows) a row-store compaction moves at a time (its index
-                               # arrays are int64: 1 << 20 was 25 MB of UD x4's heap peak)
+COMPACT_PIECE = 1 << 16         # non-zeros (and rows) a row-store compaction moves at a time
+                               # (its index arrays are int64: 1 << 20 was 25 MB of UD x4's heap
+                               # peak)
 FOLD_BANDS = 8                 # a large fold into w0 is added w's length / 8 columns at a time,
                                # and a smaller one as a list of its entries (SparseW0)
 FOLD_PIECE = 1 << 13           # evicted constraints folded into w0 and kept (Folded.add) at a
@@ -303,7 +304,8 @@ class RowStore:
         # and never overwrites a later piece's rows (nor the row pointers those are read from)
         while first < n_rows:
             ends = indptr[first + 1:min(first + COMPACT_PIECE, n_rows) + 1]
-            last = first + max(int(np.searchsorted(ends, indptr[first] + COMPACT_PIECE, side="right")), 1)
+            fit = int(np.searchsorted(ends, indptr[first] + COMPACT_PIECE, side="right"))
+            last = first + max(fit, 1)
             keep = first + np.flatnonzero(live[first:last])
             if len(keep):
                 starts = indptr[keep]
@@ -609,10 +611,8 @@ class SparseW0:
         index = self.index[kept].astype(out.index.dtype)
         index[index >= at] += gap
         out.index, out.value = index, self.value[kept]
-        if 3 * len(index) >= out.n:
-            out.full = out.dense()
-            out.index, out.value = out.index[:0], out.value[:0]
-        return out
+        # (of's rule decides the form: dense enough, the vector)
+        return SparseW0.of(out.dense()) if 3 * len(index) >= out.n else out
 
     def add_to(self, w):
         """w += w0, in place."""
