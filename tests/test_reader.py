@@ -558,3 +558,18 @@ def test_whole_examples_yields_every_row_once_and_no_example_split(seed):
     ends = set(np.cumsum([b.n_rows for b in out]).tolist())
     starts_of_runs = set(np.cumsum(runs).tolist())
     assert ends <= starts_of_runs        # every yielded block ends where an example ends
+
+
+@pytest.mark.parametrize("piece", [1, 7, 1 << 16])
+def test_a_crc_taken_in_pieces_is_the_crc_of_the_whole_in_the_wider_type(piece):
+    """Fingerprints (resume states, the online-dual mode's rows done) take a CRC-32 of arrays
+    converted a piece at a time: the value is that of the whole array in the wider type, however
+    the array is stored and cut."""
+    import zlib
+    from svmtrain.data import crc32_as
+    rng = np.random.default_rng(piece)
+    columns = rng.integers(0, 1 << 20, 100_003).astype(np.int32)
+    values = rng.random(100_003).astype(np.float32)
+    whole = zlib.crc32(values.astype(np.float64), zlib.crc32(columns.astype(np.int64)))
+    assert crc32_as(values, np.float64, crc32_as(columns, np.int64, 0, piece), piece) == whole
+    assert crc32_as(columns.astype(np.int64), np.int64, 0, piece) == zlib.crc32(columns.astype(np.int64))
