@@ -263,22 +263,24 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
             raise OptionError("on Dask the workers read the data: give a file, not arrays",
                               where.flag)
         from svmtrain import distributed
+        from svmtrain.tasks.base import Geometry
         try:
             distributed.check_available(where.flag, bool(where.workers))
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
+        on_workers = task.solver_weights(model.w), Geometry(model.n_features, model.bias)
+    # the scorer holds w in the solvers' layout (a sequence model's is a copy): a model read here
+    # is let go before the data are read (UD English EWT: 73.5 -> 62.7 MB)
+    del model
     labels_out, values_out = [], []
     show = progress and output not in (None, "-")
 
     def run(out):
         if dask:
             from svmtrain import distributed
-            from svmtrain.tasks.base import Geometry
             path = source        # distributed.worker_path makes it absolute for the workers
             with distributed.session(where.workers, where.scheduler, client=where.client) as s:
-                distributed.predict(s, task, task.solver_weights(model.w),
-                                    Geometry(model.n_features, model.bias), path, zero_based,
-                                    scores, out, metric)
+                distributed.predict(s, task, *on_workers, path, zero_based, scores, out, metric)
             return
         with byte_bar(source, show, "predicting") as bar:
             # blocks of STREAM_BLOCK input bytes: predictions need no more (the model is the peak)
@@ -354,6 +356,11 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
         except ControlError as e:
             raise InputError(f"{name}: {e}") from None
         acc = objective.PrimalAccumulator(task, w, geometry, model.C, source)
+        del w
+    # what is left to read of the model: its weights are in acc (for a sequence model, a copy in
+    # the solvers' layout), so a model read here is let go before the data are
+    zero_based, recorded_dual, recorded_examples = model.index_base == 0, model.dual, model.examples
+    del model
     if dask:
         where.check()
         if dual_acc is not None or prepare is not None:
@@ -365,11 +372,11 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
         except distributed.DaskMissing as e:
             raise InputError(str(e)) from None
         with distributed.session(where.workers, where.scheduler, client=where.client) as s:
-            distributed.accumulate_primal(s, acc, model.index_base == 0)
+            distributed.accumulate_primal(s, acc, zero_based)
     else:
         with byte_bar(source, progress, "verifying") as bar:
             blocks = (user.iter_blocks(source) if user is not None else
-                      data_layer.stream(source, zero_based=model.index_base == 0, progress=bar))
+                      data_layer.stream(source, zero_based=zero_based, progress=bar))
             if prepare is not None:
                 blocks = (prepare(b, task.grouping) for b in blocks)
             for block in data_layer.whole_examples(blocks, task.grouping):
@@ -379,23 +386,23 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
         if prepare is not None:
             prepare.finish()
     P = acc.value()
-    D = model.dual
+    D = recorded_dual
     warnings = []
     if dual_acc is not None:
         D, problem = dual_acc.value()
         if problem is not None:
             raise InputError(f"{source}: {problem}")
-        if D != model.dual:
+        if D != recorded_dual:
             warnings.append(f"D recomputed from the model's coefficients is {D!r}, the model "
-                            f"records {model.dual!r}")
+                            f"records {recorded_dual!r}")
     gap = P.primal - D
     # P below D is impossible for the data the dual belongs to (weak duality): the file is not the
     # model's training data, or the model was edited. Never certify that; show the signed figure.
     consistent = gap >= -1e-12 * max(abs(P.primal), abs(D), 1.0)
     rel = relative_gap(P.primal, D) if consistent else gap / max(abs(P.primal), abs(D))
-    if model.examples is not None and P.examples != model.examples:
+    if recorded_examples is not None and P.examples != recorded_examples:
         warnings.append(f"{source} has {P.examples} examples, the model was trained on "
-                        f"{model.examples}: the dual bound is for the training data")
+                        f"{recorded_examples}: the dual bound is for the training data")
     return Verification(primal=P.primal, dual=D, relative_gap=rel, examples=P.examples,
                         tolerance=tol, certified=consistent and rel <= tol, consistent=consistent,
                         warnings=tuple(warnings))
