@@ -31,7 +31,7 @@ environment, and a row whose peer is absent is left out with a note:
 
     LIBLINEAR_TRAIN, LIBLINEAR_PREDICT   LIBLINEAR's train / predict (github.com/cjlin1/liblinear)
     SVM_RANK_LEARN                       svm_rank_learn (Joachims)
-    SVM_HMM_LEARN                        svm_hmm_learn (Joachims)
+    SVM_HMM_LEARN, SVM_HMM_CLASSIFY      svm_hmm_learn / svm_hmm_classify (Joachims)
     python-crfsuite importable           CRFsuite (pip install python-crfsuite)
 
 The sequence rows (UD English EWT UPOS, minutes each) run only when a sequence peer is present
@@ -53,7 +53,8 @@ CRFPEER = Path(__file__).resolve().parent / "crfpeer.py"
 
 #: environment variable -> what it names
 PEER_VARIABLES = {"LIBLINEAR_TRAIN": "LIBLINEAR's train", "LIBLINEAR_PREDICT": "LIBLINEAR's predict",
-                  "SVM_RANK_LEARN": "svm_rank_learn", "SVM_HMM_LEARN": "svm_hmm_learn"}
+                  "SVM_RANK_LEARN": "svm_rank_learn", "SVM_HMM_LEARN": "svm_hmm_learn",
+                  "SVM_HMM_CLASSIFY": "svm_hmm_classify"}
 #: svm_rank on ohsumed (the issue's setting; svmtrain's C is this over the number of queries), and
 #: svm_hmm / CRFsuite on UD English EWT UPOS
 SVM_RANK_C = 0.62
@@ -361,7 +362,9 @@ def _ranking(data, quick, repeat, tmp, table, rank_learn, floor):
 
 def _sequence(data, quick, repeat, tmp, table, hmm_learn, floor):
     """UD English EWT UPOS with conll2svm's token features: svmtrain -t sequence (n-slack, 1-slack)
-    against svm_hmm and CRFsuite on the same features; only when one of those peers is present."""
+    against svm_hmm and CRFsuite on the same features; only when one of those peers is present.
+    Then `predict` of the test file with the n-slack model against svm_hmm_classify with svm_hmm's
+    (its default -e 0.1), when both svm_hmm programs are given."""
     crfsuite = has_crfsuite()
     if not hmm_learn and not crfsuite:
         table.notes.append("sequence rows (UD English EWT UPOS) left out: neither SVM_HMM_LEARN nor "
@@ -393,7 +396,7 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn, floor):
                                repr(CRFSUITE_C2)], 1)
         measured.append((f"CRFsuite L-BFGS c2 {CRFSUITE_C2:g}", t_p, m_p, None))
     for mode, extra in runs:
-        model = tmp / "seq.model"
+        model = tmp / f"seq.{mode}.model"
         t_ours, m_ours, _ = measure([BIN / "svmtrain", "train", "-q", "-t", "sequence", "-c",
                                      repr(SEQUENCE_C), *extra, svm, model], 1)
         p_ours = model_primal(model)
@@ -408,6 +411,10 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn, floor):
                       "peer": name, "peer_seconds": t_p, "peer_mb": m_p, "peer_primal": p_peer}
             _floor_ratios(record, floor, t_p, m_p)
             table.records.append(record)
+    hmm_classify = peer("SVM_HMM_CLASSIFY")
+    if hmm_learn and hmm_classify:
+        _sequence_predict(data, repeat, tmp, table, hmm_classify, tmp / "seq.n-slack.model",
+                          tmp / "hmm.model", floor)
     table.notes.append("sequence rows: one run each (minutes at full size); the peers read the "
                        "svmlight file conll2svm wrote (svm_hmm natively, CRFsuite through "
                        "bench/crfpeer.py, which hands each sentence to the trainer as it is read "
@@ -419,6 +426,29 @@ def _sequence(data, quick, repeat, tmp, table, hmm_learn, floor):
             f"svmtrain's C {SEQUENCE_C:g}, one problem. It runs at -e 0.5 (the issue's setting) "
             f"and at its default -e 0.1; svm_hmm stops on its own criterion, not a relative gap, "
             f"so P(w) (its printed pval; svmtrain's from the model) shows where each run stopped.")
+
+
+def _sequence_predict(data, repeat, tmp, table, hmm_classify, model, hmm_model, floor):
+    """The UD English EWT test file, converted with the training file's dictionary, tagged by
+    svmtrain's n-slack model and by svm_hmm_classify with svm_hmm's (the runs alternating)."""
+    columns = _upos_columns(data.source("ud_english_ewt/en_ewt-ud-test.conllu"),
+                            tmp / "ud.test.conll")
+    test = tmp / "ud.test.svm"
+    conv = [BIN / "svmtools", "conll2svm", "--dictionary", tmp / "ud.dict", columns, test]
+    subprocess.run([str(a) for a in conv], env=pinned_env(), cwd=ROOT, check=True,
+                   capture_output=True)
+    (t_ours, m_ours, _), (t_p, m_p, _) = measure_side_by_side(
+        [[BIN / "svmtrain", "predict", "-q", test, model, tmp / "seq.out"],
+         [hmm_classify, test, hmm_model, tmp / "hmm.out"]], repeat)
+    sentences = count_groups(test)
+    table.rows.append(_row("predict (the n-slack model)",
+                           f"UD EWT UPOS test ({sentences} sentences)", (t_ours, m_ours),
+                           (t_p, m_p), "svm_hmm_classify (its -e 0.1 model)", floor=floor))
+    record = {"run": "predict", "data": "ud_english_ewt test", "task": "sequence",
+              "ours_seconds": t_ours, "ours_mb": m_ours, "peer": "svm_hmm_classify",
+              "peer_seconds": t_p, "peer_mb": m_p}
+    _floor_ratios(record, floor, t_p, m_p)
+    table.records.append(record)
 
 
 def _upos_columns(conllu, out):
