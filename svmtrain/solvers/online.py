@@ -221,7 +221,11 @@ re-optimisation):
       0 / 0.5 / 0.75 certified 0.097 / 0.093 / 0.068 (0.092 at 0.5 with the last window's kept)
       against 0.044: the re-optimisations early in the next window revise those alphas, and
       frozen at once they cost the pass's certificate more than the 10% of memory they save.
-      Trimming the heap after every chunk moved nothing (144.3 MB);
+      Trimming the heap after every chunk moved nothing (144.3 MB). A bound taken before the
+      let-go window's rows count (the cache's own most, 20.7 MB on UD, not 23.6), with w0 counted
+      against it, took x4 136.5 -> 133.5 MB but certified 0.084 against 0.046: not taken. Since
+      a window's fingerprint converts 512 KB at a time (data.crc32_as), x4 peaks at 129-134 MB
+      against once's 114-118 (+13.8%: bench group online-structured, 2026-11-28);
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
