@@ -224,8 +224,10 @@ class OnlineDual:
     constraints, explore-or-optimise by the duality gap. None means the solver's default.
 
     cache_limit: a bound on the cache in constraints (int) or bytes (a string like "512MB");
-        "window" (the default, None): on a file of several windows, what the largest window's
-        constraints needed, evicting only earlier windows' support vectors; "none": no bound.
+        "window": on a file of several windows, what the largest window's constraints needed,
+        evicting only earlier windows' support vectors; "none": no bound. None (the default):
+        "window" for multiclass, sequence and ranking, "none" for binary and regression (one
+        row per support vector: the bound saves nothing and costs the one-pass certificate).
     labels: the labels, to spare a reading pass (needed for a stream read once).
     verify: certify with one more pass (default: when the data can be read again and streams).
     """

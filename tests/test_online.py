@@ -789,3 +789,27 @@ def test_sizes_read_as_a_person_writes_them():
     from svmtrain.pipeline import _size
     assert [_size(b) for b in (0, 145_000, 33_449_000, 999.96 * 2 ** 20, 1.5 * 2 ** 30)] == \
         ["0 KB", "141.6 KB", "31.9 MB", "1000 MB", "1.5 GB"]
+
+
+def test_the_window_bound_is_the_default_for_structured_tasks_only(runner, tmp_path):
+    """A binary file of several windows is not bounded by its windows unless asked: a binary
+    support vector is one row, and the bound froze the earlier windows' support vectors for the
+    pass. The same run with --cache-limit window evicts them, and certifies worse."""
+    gaps = {}
+    for limit in ([], ["--cache-limit", "window"], ["--cache-limit", "none"]):
+        model = tmp_path / f"m{len(gaps)}"
+        r = run(runner, "train", "-m", "online-dual", "--passes", "1", "--shuffle-window", "500",
+                *limit, os.path.join(REPO, "data", "a9a.train.sample"), model)
+        assert r.exit_code == 0, r.output
+        gaps[" ".join(limit)] = (read_model(str(model)).relative_gap,
+                                 "evicted" in r.stderr, model.read_bytes())
+    default, window, none = gaps[""], gaps["--cache-limit window"], gaps["--cache-limit none"]
+    assert not default[1] and window[1] and not none[1]
+    assert default[2] == none[2]                    # the default is no bound, bit for bit
+    assert default[0] < window[0]
+    # a sequence file of several windows keeps the bound by default (its runs evict)
+    seq = tmp_path / "seq"
+    r = run(runner, "train", "-t", "sequence", "-m", "online-dual", "--passes", "1",
+            "--window-rows", "500", os.path.join(REPO, "data", "conll2000.train.svm"), seq)
+    assert r.exit_code == 0, r.output
+    assert "evicted" in r.stderr

@@ -165,8 +165,9 @@ OPTIONS = [
     option(N, "--keep-inactive", "keep_inactive", type=click.IntRange(0), default=None, metavar="N",
            help="Keep an idle constraint N solves  [default: 200; sequence: 2]"),
     option(N, "--cache-limit", "cache_limit", type=str, default=None, callback=cache_limit,
-           metavar="N|SIZE", help="Bound the cache: 100000 constraints, 512MB, or none  "
-                                  "[default: window: what the largest window needed]"),
+           metavar="N|SIZE", help="Bound the cache: 100000 constraints, 512MB, window (what "
+                                  "the largest window needed), or none  [default: window; "
+                                  "binary and regression: none]"),
     option(N, "--labels", type=str, default=None, callback=label_list, metavar="L1,L2,...",
            help="The labels (spares a pass; needed for stdin)."),
     option(N, "--verify/--no-verify", "verify", default=None,

@@ -155,8 +155,11 @@ heap peak of a one-pass UD run. The cache keeps a dual variable, and the rows of
 for every support example, so it grows with the data; `cache_limit` bounds it, and the summary line
 reports the most it held. Under a bound, evicted support vectors keep their alphas in w and come
 back with their example (below), so that more passes still close the gap. Without a limit the
-window bound (below) holds a file of several windows to what its largest window needed; a file of
-one window is not bounded, which its one pass needs.
+window bound (below) holds a structured task's file of several windows to what its largest window
+needed; a file of one window is not bounded, which its one pass needs. A binary or regression
+file is not bounded by default (the pipeline's choice, svmtrain.pipeline._window_bound): there a
+support vector is one row, and the bound saved no memory while it froze the earlier windows'
+support vectors for the pass.
 
 The cache limit (`cache_limit`: constraints, or bytes of the cache's arrays and of the rows its terms
 use beyond the window's, which are the data) is checked after every chunk's additions, and when a
