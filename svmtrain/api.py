@@ -356,7 +356,6 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
         except ControlError as e:
             raise InputError(f"{name}: {e}") from None
         acc = objective.PrimalAccumulator(task, w, geometry, model.C, source)
-        del w
     # what is left to read of the model: its weights are in acc (for a sequence model, a copy in
     # the solvers' layout), so a model read here is let go before the data are
     zero_based, recorded_dual, recorded_examples = model.index_base == 0, model.dual, model.examples

@@ -374,7 +374,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                         keep_rounds=mode.keep_inactive,
                         cache_limit=limit[1] if limit and limit[0] == "constraints" else None,
                         cache_limit_bytes=limit[1] if limit and limit[0] == "bytes" else None,
-                        window_bound=_window_bound(mode, task),
+                        window_bound=_window_bound(limit, mode, task),
                         max_epochs=mode.max_epochs, shrinking=mode.shrinking,
                         zero_based=p.zero_based, checkpoint_every=mode.checkpoint_every,
                         shuffle_window=mode.solver_value("shuffle_window"),
@@ -511,15 +511,14 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     return model
 
 
-def _window_bound(mode, task):
+def _window_bound(limit, mode, task):
     """Whether online-dual bounds its cache by the window: asked for (--cache-limit window), or by
     default for a structured task (multiclass, sequence, ranking). A binary or regression example
     is one constraint on one row: the bound saved nothing there and froze the earlier windows'
     support vectors for the pass (one pass, C 1, bound against none: ijcnn1 in windows of 10,000
     certified 0.433 against 0.0082, a9a 0.0125 against 9.9e-4; kddcup99 binary in its 5 windows
-    8.1e-4 against 7.1e-4 at 73.1 against 73.2 MB)."""
+    8.1e-4 against 7.1e-4 at 73.1 against 73.2 MB). `limit`: mode.cache_bound()."""
     from svmtrain.solvers.online import structured
-    limit = mode.cache_bound()
     return (bool(limit) and limit[0] == "window"
             and (mode.cache_limit is not None or structured(task)))
 
