@@ -428,7 +428,7 @@ def curve_child(args):
     user_limit = any(options.get(k) is not None for k in ("cache_limit", "cache_limit_bytes"))
     fix_mmap_threshold(STREAM_MMAP_THRESHOLD)
     task = streaming_task(task_class(args["task"]), args["train"], {})
-    fix_mmap_threshold(online_mmap_threshold(structured(task)))
+    fix_mmap_threshold(online_mmap_threshold(task.name, structured(task)))
     options.setdefault("window_bound", not user_limit)
     opt = OnlineOptions(C=args["C"], bias=None, epsilon=args.get("epsilon", 1e-3), seed=SEED,
                         passes=1, **options)

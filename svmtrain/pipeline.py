@@ -368,7 +368,7 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
     solver_task = streamed_task(task, controls, c, path, p.bias, counts) if shaped else task
     limit = mode.cache_bound()
     # a structured task's windows are cutting-plane rounds, as sequence n-slack's (svmtrain.memory)
-    fix_mmap_threshold(online_mmap_threshold(structured(task)))
+    fix_mmap_threshold(online_mmap_threshold(task.name, structured(task)))
     opt = OnlineOptions(C=p.C, bias=controls.hat_bias(p.bias), epsilon=p.epsilon, seed=p.seed,
                         passes=mode.passes, chunk=mode.chunk,
                         keep_rounds=mode.keep_inactive,

@@ -701,7 +701,8 @@ def test_the_allocator_takes_a_fixed_mmap_threshold():
 
 def test_online_dual_takes_the_allocators_policy_of_its_task(monkeypatch):
     """A structured online-dual run maps arrays of 1 MB and more, bounded or not (its windows are
-    cutting-plane rounds); a binary stream every chunk's arrays (svmtrain.memory)."""
+    cutting-plane rounds), a sequence run those of its n-slack rounds; a binary stream every
+    chunk's arrays (svmtrain.memory)."""
     import svmtrain
     from svmtrain import memory
     calls = []
@@ -711,7 +712,11 @@ def test_online_dual_takes_the_allocators_policy_of_its_task(monkeypatch):
         svmtrain.train(os.path.join(REPO, "data", "conll2000.train.svm"),
                        svmtrain.Problem(task="sequence", C=0.1),
                        svmtrain.OnlineDual(cache_limit=limit, chunk=20))
-        assert calls[-1] == memory.WINDOWS_MMAP_THRESHOLD
+        assert calls[-1] == memory.SEQUENCE_WINDOWS_MMAP_THRESHOLD == memory.ROUNDS_MMAP_THRESHOLD
+    calls.clear()
+    svmtrain.train(os.path.join(REPO, "data", "pendigits_scale.train.sample"),
+                   svmtrain.Problem(task="multiclass", C=1.0), svmtrain.OnlineDual())
+    assert calls[-1] == memory.WINDOWS_MMAP_THRESHOLD != memory.ROUNDS_MMAP_THRESHOLD
     calls.clear()
     svmtrain.train(os.path.join(REPO, "data", "heart_scale"), svmtrain.Problem(C=1.0),
                    svmtrain.OnlineDual())

@@ -211,8 +211,9 @@ re-optimisation):
     - written 8 times (7 windows of 234,000 rows): 292 s / 161.8 MB / 0.0701, against 895 s /
       354 MB / 0.0151 without a bound;
     - at a 4 MB mmap threshold the file written 4 and 8 times peaked 15-20 MB higher (183-191
-      MB, windows of 250,000 rows) than at the 1 MB the pipeline sets for every structured run
-      (svmtrain.memory.WINDOWS_MMAP_THRESHOLD);
+      MB, windows of 250,000 rows) than at the 1 MB the pipeline set for every structured run
+      (svmtrain.memory.WINDOWS_MMAP_THRESHOLD; a sequence run's is now 256 KB, as its n-slack
+      rounds': SEQUENCE_WINDOWS_MMAP_THRESHOLD);
     - where x4's peak above once's comes from (int32 cache rows, _row_index: 138 against 118 MB;
       the process's high-water mark and glibc's mallinfo2 read at each chunk, re-optimisation and
       window): x1 peaks while a chunk's constraints are added, x4 in its evictions (the fold into
