@@ -228,8 +228,10 @@ re-optimisation):
       Trimming the heap after every chunk moved nothing (144.3 MB). A bound taken before the
       let-go window's rows count (the cache's own most, 20.7 MB on UD, not 23.6), with w0 counted
       against it, took x4 136.5 -> 133.5 MB but certified 0.084 against 0.046: not taken. Since
-      a window's fingerprint converts 512 KB at a time (data.crc32_as), x4 peaks at 129-134 MB
-      against once's 114-118 (+13.8%: bench group online-structured, 2026-11-28);
+      a window's fingerprint converts 512 KB at a time (data.crc32_as), x4 peaked at 129-134 MB
+      against once's 114-118 (+13.8%: bench group online-structured, 2026-11-28); since a
+      sequence run's windows map arrays from 256 KB (svmtrain.memory), 126 against 113 MB
+      (+11.3%, 2026-11-29);
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
