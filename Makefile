@@ -11,6 +11,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP_ENV   := $(VENV)/.installed
 STAMP_BUILD := $(VENV)/.built
+STAMP_PYC   := $(VENV)/.compiled
 SHARED_DATA ?= ../shared/data
 export SOURCE_DATE_EPOCH ?= 1767225600
 
@@ -23,11 +24,17 @@ $(STAMP_ENV): requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-build: $(STAMP_BUILD)
+build: $(STAMP_BUILD) $(STAMP_PYC)
 # compat: a .pth entry rather than setuptools' import finder, which every process paid for (14 ms,
-# it imports pathlib); compileall: an editable install compiles no bytecode, an installed one does
+# it imports pathlib)
 $(STAMP_BUILD): $(STAMP_ENV) setup.py pyproject.toml $(wildcard pyx/*.pyx pyx/*.pxd)
 	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e . --config-settings editable_mode=compat
+	touch $@
+
+# bytecode: an editable install compiles none, an installed one does. Redone whenever a module
+# changes (a pull, an edit): where Python cannot write it (PYTHONDONTWRITEBYTECODE, a read-only
+# tree) every command would compile each changed module again (svmtrain/pipeline.py: 13 ms)
+$(STAMP_PYC): $(STAMP_BUILD) $(wildcard svmtrain/*.py svmtrain/*/*.py svmtools/*.py)
 	$(PY) -m compileall -q svmtrain svmtools
 	touch $@
 
@@ -55,4 +62,4 @@ slurm-train:
 		$(SLURM_OPTIONS) slurm/svmtrain-dask.sbatch
 
 clean:
-	rm -rf build dist site *.egg-info pyx/*.c pyx/*.html svmtrain/*.so $(STAMP_BUILD)
+	rm -rf build dist site *.egg-info pyx/*.c pyx/*.html svmtrain/*.so $(STAMP_BUILD) $(STAMP_PYC)
