@@ -20,9 +20,10 @@ ROUNDS_MMAP_THRESHOLD = 256 * 1024
 #: UD English EWT 127.6-127.7 against 130.8-131.0 MB, 39.9-41.7 s against 39.7-42.1 s;
 #: conll2000 136.0-136.2 against 141.5-141.7 MB, 34.9-36.7 s against 34.4-35.4 s. Earlier, under
 #: --cache-limit 32MB: UD 142 against 150 MB one pass, written 4 times 180 against 199 MB (148.4 s
-#: against 147.8 s). A file of several windows under the window bound (the default) peaked 15-20
-#: MB higher at 4 MB. Lower costs a multiclass run system time for little: sector (one window)
-#: 127.7 against 128.0 MB at 256 KB, for 1.0 s more of 12 s (2026-11-29).
+#: against 147.8 s); at 128 KB 140 and 175 MB, but the 4 times file took 165 s, 20 s of it system
+#: time. A file of several windows under the window bound (the default) peaked 15-20 MB higher
+#: at 4 MB. Lower costs a multiclass run system time for little: sector (one window) 127.7
+#: against 128.0 MB at 256 KB, for 1.0 s more of 12 s (2026-11-29).
 WINDOWS_MMAP_THRESHOLD = 1024 * 1024
 
 #: ... except for the sequence task, whose windows take its n-slack rounds' threshold: where the
@@ -31,8 +32,8 @@ WINDOWS_MMAP_THRESHOLD = 1024 * 1024
 #: idle): UD English EWT written 4 times 134.6 MB at 1 MB, 131.2 at 512 KB, 128.8 at 256 KB (7.6
 #: -> 11.7 s of system time, of 107-111 s), 127.1 at 128 KB (13.7 s); once 116.3 / 116.8 / 114.9 /
 #: 112.9 MB (2.7 -> 3.8 s of system time at 256 KB, of 30-32 s); conll2000 131.5 -> 130.1 MB at
-#: 256 KB, 0.1 s more. Lowering it only from a file's second window on took UD written 4 times to
-#: 131.1 MB: the first window's holes stay.
+#: 256 KB, 0.1 s more system time. Lowering it only from a file's second window on took UD
+#: written 4 times to 131.1 MB: the first window's holes stay.
 SEQUENCE_WINDOWS_MMAP_THRESHOLD = ROUNDS_MMAP_THRESHOLD
 
 
