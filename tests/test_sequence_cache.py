@@ -128,6 +128,20 @@ def test_a_cache_extended_and_pruned_in_place_is_the_one_concatenated_and_select
     for n in names:
         assert np.array_equal(getattr(grown, n), getattr(joined, n)), n
     assert Constraints.empty().extend(a).size == a.size
+    # grown where the arrays are (n-slack's rounds), the new ones let go as they are appended: the
+    # same cache; an array something else still refers to is copied, the other's view untouched
+    cache = Constraints(*(getattr(a, n).copy() for n in names))
+    held = cache.term_scale[:5]
+    before = held.copy()
+    taken = Constraints(*(getattr(b, n).copy() for n in names))
+    cache.extend(taken, in_place=True, release=True)
+    for n in names:
+        assert np.array_equal(getattr(cache, n), getattr(joined, n)), n
+    assert taken.size == 0 and len(taken.term_row) == 0 and np.array_equal(taken.tptr, [0])
+    assert np.array_equal(held, before) and not np.shares_memory(held, cache.term_scale)
+    empty = Constraints.empty().extend(Constraints(*(getattr(a, n).copy() for n in names)),
+                                       in_place=True, release=True)
+    assert all(np.array_equal(getattr(empty, n), getattr(a, n)) for n in names)
 
     def by_hand(c, mask):      # the kept constraints' terms, one constraint at a time
         keep = np.flatnonzero(mask)

@@ -201,7 +201,7 @@ def _cutting_planes(task, block, path, problem, geometry, *, C, epsilon, max_epo
         else:
             engine_cache = None        # (it names the cache's arrays, which extend lets go)
             del H
-            cache.extend(worst.retain(add))   # (pruned in place: never held twice)
+            cache.extend(worst.retain(add), in_place=True, release=True)   # (pruned in place)
             del worst
             alpha = np.concatenate([alpha, np.zeros(int(add.sum()))])
             idle = np.concatenate([idle, np.zeros(int(add.sum()), np.int64)])
