@@ -139,9 +139,11 @@ next is read, so the cache owns a `RowStore`:
 On a file of one window (UD, conll2000) the rows, w and the cache are what n-slack holds. The peak
 was n-slack's within 1-2% (the heap trimmed before each re-optimisation; in the same runs UD
 135.9 against 132.7 MB, conll2000 148.3 against 146.5 MB); n-slack's has fallen since, and one
-pass of the command now peaks at 0.98x n-slack's on UD (116 against 118 MB) and 0.90x on
+pass of the command peaked at 0.98x n-slack's on UD (116 against 118 MB) and 0.90x on
 conll2000 (128 against 142 MB; bench group online-structured, 2026-11-28, the cache's rows int32;
-before them 1.07x and 0.93x; at one pass's heap
+before them 1.07x and 0.93x), and since n-slack's cache grows in place and the sequence store
+copies the reader's rows the widest first, at 1.02x (112 against 109 MB) and 1.04x (127 against
+122 MB; 2026-11-29; at one pass's heap
 peak on UD, 95.9 MB by memray, the cache's terms took 36.3, the row store 22.1 and w 16.0).
 No schedule gets far below n-slack on such a file: at the heap peak of n-slack on UD English EWT
 (98.8 MB, memray) the data were 21.6 MB (the rows 15.1, the tokens' per-row arrays 6.5, now 2 in
@@ -230,8 +232,8 @@ re-optimisation):
       against it, took x4 136.5 -> 133.5 MB but certified 0.084 against 0.046: not taken. Since
       a window's fingerprint converts 512 KB at a time (data.crc32_as), x4 peaked at 129-134 MB
       against once's 114-118 (+13.8%: bench group online-structured, 2026-11-28); since a
-      sequence run's windows map arrays from 256 KB (svmtrain.memory), 126 against 113 MB
-      (+11.3%, 2026-11-29);
+      sequence run's windows map arrays from 256 KB (svmtrain.memory), 125-126 against 112-113
+      MB (+11.3% to +12.3%, 2026-11-29);
   A window's support vectors are evicted at once when the next window fills the cache, so they
   are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
   heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
