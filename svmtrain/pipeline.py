@@ -380,7 +380,10 @@ def _train_online(run: TrainingRun, stats: RunStats, warn):
                         shuffle_window=mode.solver_value("shuffle_window"),
                         window_rows=mode.solver_value("window_rows"),
                         window_looks=mode.window_looks,     # None: the solver's, by the task
-                        admit_margin=mode.solver_value("admit_margin"))
+                        admit_margin=mode.solver_value("admit_margin"),
+                        # what the last pass evicts comes back only in a run that continues this
+                        # one with more passes, from the state --save-state writes
+                        keep_evicted=bool(run.controls.save_state))
     fields = problem_fields(p.task, task, opt)
     fields["controls"] = json.dumps(controls.model_fields(), sort_keys=True, default=str)
     warm = run.controls.warm_start

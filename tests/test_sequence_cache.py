@@ -160,6 +160,13 @@ def test_a_cache_extended_and_pruned_in_place_is_the_one_concatenated_and_select
             assert np.array_equal(getattr(kept, n), expect[n]), n
             assert np.array_equal(getattr(pruned, n), expect[n]), n
         assert pruned.tptr.dtype == np.int64 and kept.size == pruned.size == mask.sum()
+    # a range of constraints is a view of the cache's terms: the selection of those constraints
+    inside = np.zeros(joined.size, bool)
+    inside[7:25] = True
+    part, expect = joined.range(7, 25), by_hand(joined, inside)
+    for n in names:
+        assert np.array_equal(getattr(part, n), expect[n]), n
+    assert np.shares_memory(part.term_row, joined.term_row)
 
 
 def test_the_sequence_store_holds_the_rows_once_with_int32_columns():

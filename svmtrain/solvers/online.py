@@ -189,21 +189,33 @@ counts as room), but moved the certified gap both ways in single runs (5.3e-3 to
 
 The window bound (`window_bound`, the default when no limit is set). Ramanan's cache has a fixed
 size; a size in bytes that suits every file cannot be chosen in advance (a bound below what a
-window's constraints need thrashes, above), but the first window measures it. When a window is
-let go, its rows still in use counted, the bound becomes the most the cache has held at that point
-of any window so far; while the next window is looked at, and when it is let go, the earlier
-windows' constraints are evicted down to it, as under a byte bound (the idle first, then support
-vectors, into w0, kept to come back in the next pass), and the window being looked at is never
-touched: its support vectors would come back at its next sweep. A window whose own constraints
-need more raises the bound when it is let go. So the cache holds about one window's constraints
-however long the file, and returns nothing within a pass. A file of one window has no earlier
-window: its runs are those without a bound, bit for bit. Each row's row in its example
-(RowStore.positions), which an evicted support vector needs to come back, is taken from the first
-window's rows when the second is read (`row_pos`), not kept from the start (on a file of one window
-it would be kept for nothing), and then kept a store row, not a cached term (UD English EWT
-written 4 times: about 1 MB where it was 5.3). Measured, one pass at C 0.1, seed 1 (CPU s / peak
-RSS / certified gap; the windows of equal size, _balanced_windows; the heap trimmed before each
-re-optimisation):
+window's constraints need thrashes, above), but the first window measures it. The bound is the
+most the cache has held while any window so far was looked at, the window's own rows not counted
+(they are its data, which a single window holds as well); when a window is let go its rows still
+in use count, and while more windows follow in the pass (the file's rows as _balanced_windows
+estimates them), its constraints and the earlier windows' are evicted down to the bound before
+the next window is read, as under a byte bound (the idle first, then support vectors, into w0,
+kept to come back in the next pass); while a window is looked at, the earlier windows' are
+evicted, and the window being looked at is never touched: its support vectors would come back at
+its next sweep. A window whose own constraints need more raises the bound when it is let go. So
+the cache holds about one window's constraints however long the file, and returns nothing within
+a pass. A file of one window has no earlier window: its runs are those without a bound, bit for
+bit. Each row's row in its example (RowStore.positions), which an evicted support vector needs to
+come back, is taken from the first window's rows when it is let go and more follow (`row_pos`),
+not kept from the start (on a file of one window it would be kept for nothing), and then kept a
+store row, not a cached term (UD English EWT written 4 times: about 1 MB where it was 5.3).
+In the last pass an evicted support vector of an earlier window would come back only in a run
+that continues this one from its resume state: it is kept only when one is asked for
+(`keep_evicted`, the pipeline's --save-state), and frozen otherwise, as a byte bound freezes what
+exceeds its share. Measured on UD English EWT written 4 times, one pass, C 0.1 (the CLI, peak RSS
+against the file once, 112.0 MB; bench/README.md): with the bound counting the let-go window's
+rows and evicting after the next window's first chunk, 125.2 MB (+11.7%) and a certificate of
+0.046; counting its rows at half / none, 126.7 / 128.2 MB and 0.061 / 0.067 (the evictions at
+the next window's first chunk, beside its rows, were the peak); not keeping the last pass's
+evicted support vectors, 125.9 MB and 0.043; the three together, the let-go window evicted before
+the next is read, 120.5 MB (+7.6%) and 0.064. Earlier measurements, one pass at C 0.1, seed 1
+(CPU s / peak RSS / certified gap; the windows of equal size, _balanced_windows; the heap trimmed
+before each re-optimisation):
     - UD English EWT written 4 times (4 windows): 148-153 s / 149.5-149.9 MB / 0.0443, against
       324 s / 241 MB / 0.017 without a bound; two passes 239 s / 154.5 MB / 4.8e-3. The bound
       settled at 28.3 MB. The file once (one window) took 132.5-135.9 MB: x4 took 10-13% more,
@@ -234,10 +246,11 @@ re-optimisation):
       against once's 114-118 (+13.8%: bench group online-structured, 2026-11-28); since a
       sequence run's windows map arrays from 256 KB (svmtrain.memory), 125-126 against 112-113
       MB (+11.3% to +12.3%, 2026-11-29);
-  A window's support vectors are evicted at once when the next window fills the cache, so they
-  are kept (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the
-  heap peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB
-  were the peak in turn).
+  A window's support vectors are evicted at once when it is let go, so they are kept
+  (Folded.add) and folded into w0 FOLD_PIECE at a time: kept whole, their copies were the heap
+  peak of UD written 4 times (158.6 MB, 141.6 in pieces, where the fold's copies of 20 MB were the
+  peak in turn); the fold now reads the cache's own terms a piece at a time (views, not copies)
+  and w0 grows a band at a time (SparseW0.add_dense_bands).
 An evicted support vector is not taken out of w: its alpha is frozen, the w it gives kept in w0
 (sum alpha x over the evicted, held as its non-zeros or, when denser, a vector: SparseW0), its
 alpha l in fold_margin and its alpha in its example's evicted mass. The alphas are then those of
@@ -281,9 +294,10 @@ fold_margin its alpha l, the example's evicted mass its alpha, and the next re-o
 revise it. w, D and UB's meaning do not move. Under a byte bound, what is kept counts against the
 bound and takes at most half of it (the oldest beyond are frozen for good, as all were before); a
 bound in constraints is the engine's size, and what is kept is not counted in it. What the last
-pass keeps is in the resume state: a run continued with more passes (--warm-start) revises it too.
-(Freezing it at the end of each window of the last pass instead gave UD x4 in 32 MB 0.0608 after
-one pass at 205.3 MB against 0.0638 at 202.2 MB, and cost that continuation.) Certified gaps after
+pass keeps is in the resume state: a run continued with more passes (--warm-start) revises it
+too; without a resume state to write, the last pass freezes what it evicts from earlier windows
+instead (`keep_evicted`: see The window bound). (Freezing it at the end of each window of the last
+pass gave UD x4 in 32 MB 0.0608 after one pass at 205.3 MB against 0.0638 at 202.2 MB.) Certified gaps after
 1 / 3 (/ 6) passes, kept against frozen:
     - UD English EWT written 4 times, C 0.1, --cache-limit 32MB: 0.0638 / 3.01e-3 (peak RSS
       202 / 213 MB) against 0.0729 / 0.0642 (190 / 210 MB); unbounded, one pass 0.017 at 246 MB.
@@ -322,7 +336,7 @@ from svmtrain.solvers.online_reading import (RowDigest, _balanced_windows, _chec
                                              _take_examples, _window_parts, _windows)
 from svmtrain.solvers.online_state import STATE_VERSION, StateError
 from svmtrain.solvers.online_store import (COMPACT_PIECE, FOLD_BANDS, FOLD_PIECE, REL_UNKNOWN, Cache,
-                                           Folded, RowStore, SparseW0, _kept_bytes, _pieces,
+                                           Folded, RowStore, SparseW0, _kept_bytes,
                                            _places, inserted_zeros)
 from svmtrain.tasks.base import Constraints, Geometry
 
@@ -417,6 +431,9 @@ class OnlineOptions:
                                                 # (None: STRUCTURED_INNER_EPOCHS for a structured
                                                 # task, max_epochs otherwise)
     admit_margin: float = DEFAULT_ADMIT_MARGIN  # cache examples violated within this of their slack
+    keep_evicted: bool = True                   # the last pass keeps the support vectors it
+                                                # evicts from earlier windows, for a run that
+                                                # continues it (else frozen: see The window bound)
 
 
 class OnlineDual:
@@ -478,6 +495,7 @@ class OnlineDual:
         # were to it)
         self.window_bound = None
         self.window_caps = None         # (examples, rows) a window holds at most (_chunks)
+        self.rows_expected = None       # the file's rows, estimated with the caps (None: unknown)
         self.row_pos = None
         self.qids_done = set()          # ranking: the queries met in this pass (a query is one
                                         # int per query: small next to the data)
@@ -641,8 +659,8 @@ class OnlineDual:
         if self.window_caps is None:        # (once a run: the file's head is read for it)
             self.window_caps = (self.opt.shuffle_window, self.opt.window_rows)
             if self.shuffles and own is None:
-                *self.window_caps, _n_windows = _balanced_windows(self.path, self._grouping,
-                                                                  *self.window_caps)
+                *self.window_caps, _n_windows, self.rows_expected = _balanced_windows(
+                    self.path, self._grouping, *self.window_caps)
         window_caps = self.window_caps
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
@@ -740,6 +758,11 @@ class OnlineDual:
                 c = self.cache
                 if self._window_bounds and c.store.positions is None and self.pass_ == 0:
                     self.row_pos = _row_positions(c.store, starts)
+                    if self._more_windows:
+                        # the bound evicts from now on (the window is let go with it, below)
+                        c.store.track_positions(self.row_pos)
+                        self.row_pos = None
+                held = c.nbytes + self.folded.nbytes        # its rows not counted yet
                 c.store.unpin()
                 bounded = self.opt.cache_limit_bytes is not None
                 if bounded:
@@ -750,7 +773,7 @@ class OnlineDual:
                     self._enforce_limit()
                 c.cons.term_row = c.store.compact(c.cons.term_row, force=bounded)
                 if self._window_bounds:
-                    self._bound_by_window(self.examples_done - n, n)
+                    self._bound_by_window(self.examples_done - n, n, held)
                 if self.row_pos is not None and c.store.moved is not None:
                     self.row_pos = _moved(self.row_pos, c.store.moved)
                 c.store.moved = None
@@ -1122,14 +1145,22 @@ class OnlineDual:
         return (self.window_bound is not None and self.cache.store.positions is not None
                 and self._window_bounds)
 
-    def _bound_by_window(self, first, n):
-        """A window (examples first.., n of them) was let go, its rows in use now counted: evict
-        earlier windows' constraints down to the bound, then raise the bound to what is held if
-        this window's own needed more."""
-        if self._window_bounding:
-            self._enforce_limit(protect=(first, n))
-        held = self.cache.nbytes + self.folded.nbytes
+    def _bound_by_window(self, first, n, held):
+        """A window (examples first.., n of them) was let go, its rows in use now counted: the
+        bound becomes what the cache held (`held`, its rows not counted) if this window's own
+        constraints needed more than the bound, and earlier windows' constraints are evicted down
+        to it, and this window's too when more windows follow in the pass (_more_windows), before
+        the next is read."""
         self.window_bound = held if self.window_bound is None else max(self.window_bound, held)
+        if self._window_bounding:
+            self._enforce_limit(protect=None if self._more_windows else (first, n))
+
+    @property
+    def _more_windows(self):
+        """Whether the file goes on past the window just read, as estimated from its head and size
+        (_balanced_windows; a last window of less than half the others is not foreseen)."""
+        return (self.rows_expected is not None
+                and self.rows_done + self.window_caps[1] // 2 < self.rows_expected)
 
     def _freeze_oldest(self, max_bytes):
         """Drop the oldest kept terms of evicted support vectors until the fold holds at most
@@ -1193,10 +1224,16 @@ class OnlineDual:
             # w stays; w0 takes what the evicted support vectors put in it: the alphas are those
             # of before, a feasible point, so LB stays a true lower bound and the model does not
             # move
-            for piece in _pieces(support, FOLD_PIECE):
-                # a piece at a time (the window bound evicts a window's support vectors at once:
-                # their terms copied whole were 20 MB of UD written 4 times' heap peak)
-                self._fold_into_w0(c.alpha[piece], c.cons.select(piece))
+            # FOLD_PIECE constraints of the cache at a time, over its own terms (views), the
+            # others weighted 0 (which the fold skips): the window bound evicts a window's support
+            # vectors at once, and their terms copied whole were 20 MB of UD written 4 times'
+            # heap peak; the whole cache in one fold lists its entries at once (10 MB more)
+            weight = np.where(support, c.alpha, 0.0)
+            for first in range(0, c.size, FOLD_PIECE):
+                stop = min(first + FOLD_PIECE, c.size)
+                if np.any(support[first:stop]):
+                    self._fold_into_w0(weight[first:stop], c.cons.range(first, stop))
+            del weight
             self._fold_ids(c.cons.group[support], c.alpha[support])
             self.fold_margin += float(np.dot(c.alpha[support], c.cons.margin[support]))
             pos = c.store.positions
@@ -1208,6 +1245,8 @@ class OnlineDual:
                     unknown = pos[c.cons.term_row] == REL_UNKNOWN
                     frozen[np.repeat(np.arange(c.size), np.diff(c.cons.tptr))[unknown]] = True
                 frozen &= support
+                if not opt.keep_evicted and self.pass_ == opt.passes - 1 and not self._keyed:
+                    frozen |= support & (c.cons.group < self.examples_done)
                 self.folded.add(c, support & ~frozen, c.alpha,
                                 getattr(self.task, "evicted_codes", None))
                 if np.any(frozen):
@@ -1316,9 +1355,7 @@ class OnlineDual:
                 cons.term_row, cons.term_scale, _offsets(cons.term_offset), cons.term_bias, weight,
                 0.0 if bias is None else float(bias), bias is not None, self.stride)
         if self.w0.full is None:
-            lengths = np.diff(c.store.indptr)
-            entries = sum(int(lengths[cons.term_row[first:first + COMPACT_PIECE]].sum())
-                          for first in range(0, len(cons.term_row), COMPACT_PIECE))
+            entries = _fold_entries(c.store.indptr, cons, weight)
             if FOLD_BANDS * entries <= len(self.w):
                 self.w0.add(*plane_entries(*fold, len(self.w)))
                 return
@@ -1326,9 +1363,9 @@ class OnlineDual:
         # every entry marked as touched already: accumulate_plane then lists none of them, and
         # the list it needs room for is never written (np.empty: its pages are never touched)
         self.w0.add_dense_bands(
-            lambda band, lo: accumulate_plane(*fold, band, np.ones(len(band), np.uint8),
-                                              np.empty(len(band), np.int64), lo=lo, n_w=n_w,
-                                              checked=lo > 0),   # (the first band's call checks)
+            lambda band, lo, checked: accumulate_plane(*fold, band, np.ones(len(band), np.uint8),
+                                                       np.empty(len(band), np.int64), lo=lo,
+                                                       n_w=n_w, checked=checked),
             FOLD_BANDS)
 
     def _fold_ids(self, groups, alpha):
@@ -1544,6 +1581,21 @@ def _stream_grouping(task):
     if task.grouping == "whole":
         return "queries"
     return task.grouping
+
+
+def _fold_entries(indptr, cons, weight):
+    """The entries of the rows of the constraints' terms where weight is not 0, counted
+    COMPACT_PIECE constraints at a time (the store's row lengths listed whole were 1.6 MB beside
+    the cache of UD English EWT, in a window's evictions)."""
+    entries = 0
+    for first in range(0, cons.size, COMPACT_PIECE):
+        stop = min(first + COMPACT_PIECE, cons.size)
+        tptr = cons.tptr[first:stop + 1]
+        rows = cons.term_row[int(tptr[0]):int(tptr[-1])]
+        lengths = (indptr[rows + 1] - indptr[rows])[np.repeat(weight[first:stop] != 0,
+                                                               np.diff(tptr))]
+        entries += int(lengths.sum())
+    return entries
 
 
 def _offsets(a):

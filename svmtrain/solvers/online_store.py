@@ -628,27 +628,42 @@ class SparseW0:
         return float(np.dot(w[self.index], self.value))
 
     def add_dense_bands(self, accumulate, bands):
-        """w0 += a sum that `accumulate(band, lo)` adds to the columns lo .. lo + len(band) of a
-        dense vector (accumulate_plane over a band), `bands` bands one after the other: a vector of
-        a band's length at a time instead of w0's (w0 held as a vector: one band, itself)."""
+        """w0 += a sum that `accumulate(band, lo, checked)` adds to the columns lo .. lo + len(band)
+        of a dense vector (accumulate_plane over a band; `checked`: an earlier call checked the
+        sum's terms), `bands` bands one after the other: a vector of a band's length at a time
+        instead of w0's (w0 held as a vector: one band, itself).
+
+        The bands go from the last to the first, and the old entries are cut back (in place) to
+        those before each band once it is done, so that the old entries and the new are held
+        together a band's worth at a time, not whole; the band and the old entries go before the
+        new pieces are joined, the index pieces before the values. Each column's sum is its
+        band's own, so the order of the bands moves no bit."""
         if self.full is not None:
-            accumulate(self.full, 0)
+            accumulate(self.full, 0, False)
             self._settle()
             return
         size = -(-self.n // max(int(bands), 1))
+        dtype = self.index.dtype
         index, value = [], []
         band = np.empty(min(size, self.n))
-        for lo in range(0, self.n, size):
+        for k, lo in enumerate(reversed(range(0, self.n, size))):
             part = band[:min(size, self.n - lo)]
             part[:] = 0.0
-            a, b = np.searchsorted(self.index, np.array([lo, lo + len(part)], self.index.dtype))
-            part[self.index[a:b] - lo] = self.value[a:b]
-            accumulate(part, lo)
+            a = int(np.searchsorted(self.index, lo))     # the entries from a on are this band's
+            part[self.index[a:] - lo] = self.value[a:]
+            accumulate(part, lo, k > 0)
             nz = np.flatnonzero(part)
-            index.append((nz + lo).astype(self.index.dtype))
+            index.append((nz + lo).astype(dtype))
             value.append(part[nz])
+            del nz
+            self.index, self.value = _cut(self.index, a), _cut(self.value, a)
+        del band, part
+        self.index, self.value = np.zeros(0, dtype), np.zeros(0)
         if index:
-            self.index, self.value = np.concatenate(index), np.concatenate(value)
+            self.index = np.concatenate(index[::-1])
+            del index[:]
+            self.value = np.concatenate(value[::-1])
+            del value[:]
         self._settle()
 
     def add(self, columns, values):
@@ -687,6 +702,16 @@ class SparseW0:
                 self.index = np.flatnonzero(self.full).astype(self.index.dtype)
                 self.value = self.full[self.index]
                 self.full = None
+
+
+def _cut(a, n):
+    """The first n entries of a: a itself cut in place (realloc) where nothing else refers to it,
+    else a copy of them."""
+    try:            # (no name of our own for the array: the check counts references)
+        a.resize(n, refcheck=True)
+        return a
+    except ValueError:
+        return a[:n].copy()
 
 
 def inserted_zeros(v, at, gap):

@@ -144,6 +144,14 @@ class Constraints:
         np.cumsum(lengths[mask], out=tptr[1:])
         return tptr, np.repeat(mask, lengths)
 
+    def range(self, first, stop):
+        """The constraints first .. stop - 1 over this object's own term arrays (views; the row
+        pointers alone are new)."""
+        lo, hi = int(self.tptr[first]), int(self.tptr[stop])
+        return Constraints(self.tptr[first:stop + 1] - lo, self.term_row[lo:hi],
+                           self.term_scale[lo:hi], self.term_offset[lo:hi], self.term_bias[lo:hi],
+                           self.margin[first:stop], self.group[first:stop], self.key[first:stop])
+
     def select(self, mask):
         """The constraints where mask is True, in order."""
         mask = np.asarray(mask, bool)
