@@ -656,7 +656,7 @@ class SparseW0:
             index.append((nz + lo).astype(dtype))
             value.append(part[nz])
             del nz
-            self.index, self.value = _cut(self.index, a), _cut(self.value, a)
+            self._cut(a)
         del band, part
         self.index, self.value = np.zeros(0, dtype), np.zeros(0)
         if index:
@@ -665,6 +665,15 @@ class SparseW0:
             self.value = np.concatenate(value[::-1])
             del value[:]
         self._settle()
+
+    def _cut(self, n):
+        """Keep the first n entries: the arrays cut in place (realloc) where nothing else refers to
+        them, else copied."""
+        for name in ("index", "value"):
+            try:        # (no name of our own for the array: the check counts references)
+                getattr(self, name).resize(n, refcheck=True)
+            except ValueError:
+                setattr(self, name, getattr(self, name)[:n].copy())
 
     def add(self, columns, values):
         """w0[columns[k]] += values[k] for k = 0, 1, ... in turn (plane_entries' list). Entries
@@ -702,16 +711,6 @@ class SparseW0:
                 self.index = np.flatnonzero(self.full).astype(self.index.dtype)
                 self.value = self.full[self.index]
                 self.full = None
-
-
-def _cut(a, n):
-    """The first n entries of a: a itself cut in place (realloc) where nothing else refers to it,
-    else a copy of them."""
-    try:            # (no name of our own for the array: the check counts references)
-        a.resize(n, refcheck=True)
-        return a
-    except ValueError:
-        return a[:n].copy()
 
 
 def inserted_zeros(v, at, gap):
