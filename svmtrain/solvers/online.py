@@ -192,18 +192,18 @@ size; a size in bytes that suits every file cannot be chosen in advance (a bound
 window's constraints need thrashes, above), but the first window measures it. The bound is the
 most the cache has held while any window so far was looked at, the window's own rows not counted
 (they are its data, which a single window holds as well); when a window is let go its rows still
-in use count, and while more windows follow in the pass (the file's rows as _balanced_windows
-estimates them), its constraints and the earlier windows' are evicted down to the bound before
-the next window is read, as under a byte bound (the idle first, then support vectors, into w0,
-kept to come back in the next pass); while a window is looked at, the earlier windows' are
-evicted, and the window being looked at is never touched: its support vectors would come back at
-its next sweep. A window whose own constraints need more raises the bound when it is let go. So
-the cache holds about one window's constraints however long the file, and returns nothing within
-a pass. A file of one window has no earlier window: its runs are those without a bound, bit for
-bit. Each row's row in its example (RowStore.positions), which an evicted support vector needs to
-come back, is taken from the first window's rows when it is let go and more follow (`row_pos`),
-not kept from the start (on a file of one window it would be kept for nothing), and then kept a
-store row, not a cached term (UD English EWT written 4 times: about 1 MB where it was 5.3).
+in use count, and once the next window's first part is read, its constraints and the earlier
+windows' are evicted down to the bound before that window's rows are stored, as under a byte
+bound (the idle first, then support vectors, into w0, kept to come back in the next pass); while
+a window is looked at, the earlier windows' are evicted, and the window being looked at is never
+touched: its support vectors would come back at its next sweep. A window whose own constraints
+need more raises the bound when it is let go. So the cache holds about one window's constraints
+however long the file, and returns nothing within a pass. A file of one window has no earlier
+window: its runs are those without a bound, bit for bit. Each row's row in its example
+(RowStore.positions), which an evicted support vector needs to come back, is taken from the first
+window's rows when the second is read (`row_pos`), not kept from the start (on a file of one
+window it would be kept for nothing), and then kept a store row, not a cached term (UD English
+EWT written 4 times: about 1 MB where it was 5.3).
 In the last pass an evicted support vector of an earlier window would come back only in a run
 that continues this one from its resume state: it is kept only when one is asked for
 (`keep_evicted`, the pipeline's --save-state), and frozen otherwise, as a byte bound freezes what
@@ -495,7 +495,6 @@ class OnlineDual:
         # were to it)
         self.window_bound = None
         self.window_caps = None         # (examples, rows) a window holds at most (_chunks)
-        self.rows_expected = None       # the file's rows, estimated with the caps (None: unknown)
         self.row_pos = None
         self.qids_done = set()          # ranking: the queries met in this pass (a query is one
                                         # int per query: small next to the data)
@@ -659,8 +658,8 @@ class OnlineDual:
         if self.window_caps is None:        # (once a run: the file's head is read for it)
             self.window_caps = (self.opt.shuffle_window, self.opt.window_rows)
             if self.shuffles and own is None:
-                *self.window_caps, _n_windows, self.rows_expected = _balanced_windows(
-                    self.path, self._grouping, *self.window_caps)
+                *self.window_caps, _n_windows = _balanced_windows(self.path, self._grouping,
+                                                                  *self.window_caps)
         window_caps = self.window_caps
         prepare = getattr(self.task, "prepare_pass", None)    # the training controls' data path
         if prepare is not None:
@@ -690,7 +689,8 @@ class OnlineDual:
             # were the peak of a one-pass run; see RowStore.pin)
             parts = _window_parts(examples, grouping, *window_caps,
                                   compact_values=self.task.compact_values)
-            windows = iter(lambda: self.cache.store.pin(_one_window(parts)), None)
+            windows = iter(lambda: self.cache.store.pin(_one_window(parts),
+                                                        before=self._window_arrives), None)
         else:
             windows = _windows(examples, grouping, *window_caps)
         for window in windows:
@@ -702,11 +702,6 @@ class OnlineDual:
                 window_arrays = store.compactions
                 self.row_of = store.pinned[0] + np.arange(window.n_rows, dtype=np.int64)
                 self._share_restored_rows()
-                if self.row_pos is not None:
-                    if self.pass_ == 0 and self.rows_done > 0 and store.positions is None:
-                        # a file of several windows: the window bound evicts from now on
-                        store.track_positions(self.row_pos)
-                    self.row_pos = None
             else:
                 self.row_of = None
             starts = _example_starts(window, grouping)
@@ -758,10 +753,6 @@ class OnlineDual:
                 c = self.cache
                 if self._window_bounds and c.store.positions is None and self.pass_ == 0:
                     self.row_pos = _row_positions(c.store, starts)
-                    if self._more_windows:
-                        # the bound evicts from now on (the window is let go with it, below)
-                        c.store.track_positions(self.row_pos)
-                        self.row_pos = None
                 held = c.nbytes + self.folded.nbytes        # its rows not counted yet
                 c.store.unpin()
                 bounded = self.opt.cache_limit_bytes is not None
@@ -1149,18 +1140,26 @@ class OnlineDual:
         """A window (examples first.., n of them) was let go, its rows in use now counted: the
         bound becomes what the cache held (`held`, its rows not counted) if this window's own
         constraints needed more than the bound, and earlier windows' constraints are evicted down
-        to it, and this window's too when more windows follow in the pass (_more_windows), before
-        the next is read."""
+        to it (this window's wait for the next: _window_arrives)."""
         self.window_bound = held if self.window_bound is None else max(self.window_bound, held)
         if self._window_bounding:
-            self._enforce_limit(protect=None if self._more_windows else (first, n))
+            self._enforce_limit(protect=(first, n))
 
-    @property
-    def _more_windows(self):
-        """Whether the file goes on past the window just read, as estimated from its head and size
-        (_balanced_windows; a last window of less than half the others is not foreseen)."""
-        return (self.rows_expected is not None
-                and self.rows_done + self.window_caps[1] // 2 < self.rows_expected)
+    def _window_arrives(self):
+        """The next window's first part is read, its rows not stored yet: the bound evicts from
+        now on (the first window's rows' places kept), and the cache, the let-go window's
+        constraints with it, is brought within the bound before the new rows are stored: the
+        eviction's folds and copies are not held beside them."""
+        store = self.cache.store
+        if self.row_pos is not None:
+            if self.pass_ == 0 and self.rows_done > 0 and store.positions is None:
+                store.track_positions(self.row_pos)     # a file of several windows
+            self.row_pos = None
+        if self._window_bounding and self.resume_window_row is None:
+            # (a resumed run's first window is the one its state was saved in, whose arrival
+            # the run it continues saw before)
+            self._enforce_limit()       # (no window is being looked at: none is spared)
+            store.moved = None          # (no row map refers to the rows yet)
 
     def _freeze_oldest(self, max_bytes):
         """Drop the oldest kept terms of evicted support vectors until the fold holds at most

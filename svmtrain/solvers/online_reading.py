@@ -116,40 +116,36 @@ def _compact(block, compact_values=False):
 
 
 def _balanced_windows(path, grouping, size, max_rows):
-    """(size, max_rows, windows, rows): the window caps that cut a plain file into windows of about
-    equal size, how many it is estimated to have, and its rows, counted in a file of at most
-    HEAD_BYTES and estimated in a longer one (None: not estimated).
+    """(size, max_rows, windows): the window caps that cut a plain file into windows of about
+    equal size, and how many it is estimated to have (None: not estimated).
     The number of windows is the file's at the caps given, its rows and examples estimated from
     its size and its first MiB (data.head_counts: not from the reader's blocks, so that the model
     does not depend on their size); the cap that sets it becomes that share of the estimate, at
     most the cap given (an estimate a little low leaves a small last window, as before). Without
     it the last window is what remains (UD English EWT written 4 times: three windows of 250,000
     rows and one of 68,308), and the others are larger than they need be: the window bound holds
-    what the largest window's constraints needed. Other sources keep the caps given, and a file
-    read whole in the head keeps them too."""
+    what the largest window's constraints needed. Other sources keep the caps given."""
     file_bytes = data.plain_size(path)
-    if file_bytes is None:
-        return size, max_rows, None, None
+    if file_bytes is None or file_bytes <= HEAD_BYTES:     # (a file read whole is not scaled)
+        return size, max_rows, None
     try:
         head_bytes, rows, runs = data.head_counts(path, HEAD_BYTES)
     except OSError:             # (gone since: the reader says so, at its first block)
-        return size, max_rows, None, None
-    if head_bytes <= 0 or rows == 0:
-        return size, max_rows, None, None
-    if head_bytes >= file_bytes:            # (a file read whole is not scaled)
-        return size, max_rows, None, rows
+        return size, max_rows, None
+    if head_bytes <= 0 or head_bytes >= file_bytes or rows == 0:
+        return size, max_rows, None
     scale = file_bytes / head_bytes
     rows_est = rows * scale
     examples_est = (rows if grouping == "row" else runs) * scale
     by_rows, by_examples = math.ceil(rows_est / max_rows), math.ceil(examples_est / size)
     n = max(by_rows, by_examples)
     if n <= 1:
-        return size, max_rows, n, rows_est
+        return size, max_rows, n
     if by_rows >= by_examples:
         max_rows = min(max_rows, math.ceil(rows_est / n))
     else:
         size = min(size, math.ceil(examples_est / n))
-    return size, max_rows, n, rows_est
+    return size, max_rows, n
 
 
 def _window_parts(blocks, grouping, size, max_rows, compact_values=None):

@@ -174,19 +174,29 @@ class RowStore:
             # new ones, and the old are let go (the window's block held them through its sweeps)
             self.compactions += 1
 
-    def pin(self, parts):
+    def pin(self, parts, before=None):
         """Take a window's rows in from its parts (an iterator: each is stored as it comes, and
         let go before the next is cut) and hold them while it is looked at; returns the window
         as a block over the store's arrays (its per-row fields joined from the parts'), None when
-        there were no parts. The arrays grow in place (realloc) by each part and as much again,
-        and are cut back to the window and a spare for the rows its chunks' constraints add
-        beyond the data (sequence: a unit row each): the parts, read whole before they were stored,
-        were held beside their copy in the store (UD English EWT written 4 times, 250,000-row
-        windows: 23 MB of the heap peak)."""
+        there were no parts. `before()` is called once the first part is read, before anything
+        is stored (it may compact the store): the owner knows then that a window follows, and
+        holds one part of it.
+        The arrays grow in place (realloc) by each part and as much again, and are cut back to the
+        window and a spare for the rows its chunks' constraints add beyond the data (sequence: a
+        unit row each): the parts, read whole before they were stored, were held beside their
+        copy in the store (UD English EWT written 4 times, 250,000-row windows: 23 MB of the heap
+        peak)."""
+        parts = iter(parts)
+        head = next(parts, None)
+        if head is None:
+            return None
+        if before is not None:
+            before()
         first = self.n_rows
         target, qid, cost, line = [], [], [], []
         n_features = nbytes = 0
-        for p in parts:
+        p, head = head, None
+        while p is not None:
             self._grow_in_place(p.n_rows, p.nnz)
             self.add(p.indptr, p.indices, p.data, np.arange(p.n_rows))
             target.append(p.target)
@@ -195,8 +205,7 @@ class RowStore:
             line.append(p.line)
             n_features, nbytes = max(n_features, p.n_features), nbytes + p.nbytes
             del p
-        if not target:
-            return None
+            p = next(parts, None)
         self._shrink()
         cat = np.concatenate
         fields = SimpleNamespace(target=cat(target), qid=cat(qid), cost=cat(cost), line=cat(line),
