@@ -744,3 +744,16 @@ def block_from_arrays(X, y, qid=None, *, name: str = "<arrays>", first_row: int 
         qid = qid.astype(np.int64)
     return Block(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64),
                  y, qid, np.ones(n), rows, int(X.shape[1]), 0)
+
+
+def resize_in_place(holder, name, n):
+    """Resize the array `holder.<name>` to n entries where it is (ndarray.resize: realloc, which
+    remaps a mapped array instead of copying it beside itself); False, the array untouched, where
+    something else refers to it (a view, an engine over it, a caller's name) or it does not own its
+    data. The array is given no name here: numpy's check counts references, and a local name
+    would be one more (a helper holding it so refused every resize, and copied instead)."""
+    try:
+        getattr(holder, name).resize(n, refcheck=True)
+        return True
+    except ValueError:
+        return False

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from svmtrain import data
+from svmtrain.data import resize_in_place
 from svmtrain.tasks.base import Constraints
 
 COMPACT_PIECE = 1 << 16         # non-zeros (and rows) a row-store compaction moves at a time
@@ -222,10 +223,7 @@ class RowStore:
                   + (("_indices", self.nnz, nnz), ("_data", self.nnz, nnz)))
         for name, used, more in arrays:
             if len(getattr(self, name)) < used + more:
-                try:        # (no name of our own for the array: the check counts references)
-                    getattr(self, name).resize(used + 2 * more, refcheck=True)
-                except ValueError:
-                    pass
+                resize_in_place(self, name, used + 2 * more)
 
     def pinned_block(self, like):
         """The pinned window as a block over the store's arrays (`like`: its per-row fields)."""
@@ -273,10 +271,7 @@ class RowStore:
                   + (("_indices", self.nnz + spare_nnz), ("_data", self.nnz + spare_nnz)))
         for name, size in arrays:
             if len(getattr(self, name)) > size:
-                try:        # (no name of our own for the array: the check counts references)
-                    getattr(self, name).resize(size, refcheck=True)
-                except ValueError:
-                    pass
+                resize_in_place(self, name, size)
 
     def compact(self, term_row, force=False):
         """Drop the rows no term uses when they hold more entries than the live rows; returns
@@ -679,9 +674,7 @@ class SparseW0:
         """Keep the first n entries: the arrays cut in place (realloc) where nothing else refers to
         them, else copied."""
         for name in ("index", "value"):
-            try:        # (no name of our own for the array: the check counts references)
-                getattr(self, name).resize(n, refcheck=True)
-            except ValueError:
+            if not resize_in_place(self, name, n):
                 setattr(self, name, getattr(self, name)[:n].copy())
 
     def add(self, columns, values):

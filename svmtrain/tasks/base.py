@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from svmtrain._linear import csr_scores
-from svmtrain.data import DataError, distinct
+from svmtrain.data import DataError, distinct, resize_in_place
 
 
 @dataclass
@@ -109,13 +109,11 @@ class Constraints:
                 # an empty cache takes the new terms' types (int32 rows and offsets stay int32)
                 setattr(self, name, theirs if release and theirs.base is None else np.array(theirs))
                 continue
-            if in_place and getattr(self, name).dtype == theirs.dtype:
-                try:        # (no name of our own for the array: the check counts references)
-                    getattr(self, name).resize(n + len(theirs), refcheck=True)
-                    getattr(self, name)[n:] = theirs
-                    continue
-                except ValueError:      # referred to elsewhere, or a view: copied as below
-                    pass
+            if (in_place and getattr(self, name).dtype == theirs.dtype
+                    and resize_in_place(self, name, n + len(theirs))):
+                getattr(self, name)[n:] = theirs
+                continue
+            # (referred to elsewhere, or a view: copied)
             setattr(self, name, np.concatenate([getattr(self, name), theirs]))
         if release:
             other.tptr = other.tptr[:1].copy()
