@@ -16,21 +16,18 @@
 # (C locale) on a NUL-terminated copy of the token, so every value is bit-exact with `strtod`.
 #
 # Output rows accumulate in malloc'd arrays grown by doubling; `Parser.take()` hands them to numpy
-# without copying (a capsule frees them with the array). On a malformed line the parser stops and
+# without copying (a Cython array owning each buffer frees it with the numpy array). numpy is
+# imported by `take()`, not by the module: predict's lean path (svmtrain.lean_predict) parses with
+# this module and scores the rows where they lie (`predict_parsed`), numpy never imported. On a malformed line the parser stops and
 # records an error code, the line number and the offending token's byte span; Python builds the
 # message (`Parser.error_reason`) while the buffer is still alive.
 
-from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from cython.view cimport array as cyarray
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memchr, memcpy, memcmp, strlen
 from libc.math cimport isfinite, isnan
-
-import numpy as np
-cimport numpy as cnp
-
-cnp.import_array()
 
 cdef extern from *:
     """
@@ -253,24 +250,22 @@ cdef inline int parse_uint(const char* s, const char* e, const char** endp, int6
     return 2 if big else 0
 
 
-cdef void _free_capsule(object cap) noexcept:
-    free(PyCapsule_GetPointer(cap, NULL))
-
-
-cdef object _hand_over(void* ptr, Py_ssize_t n, int typenum):
-    """A 1-d numpy array owning the malloc'd `ptr` (n items); ptr is freed with the array."""
-    cdef cnp.npy_intp dims = n
-    cdef cnp.ndarray arr
+cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
+    """A 1-d numpy array of `dtype` (8-byte items) owning the malloc'd `ptr` (n items): ptr is
+    freed with the array."""
+    import numpy as np
+    cdef cyarray owner
     cdef void* q
     if ptr == NULL or n == 0:
         free(ptr)
-        return cnp.PyArray_EMPTY(1, &dims, typenum, 0)
-    q = realloc(ptr, n * cnp.PyArray_DescrFromType(typenum).itemsize)   # give back the spare capacity
+        return np.empty(0, dtype=dtype)
+    q = realloc(ptr, n * 8)     # give back the spare capacity
     if q != NULL:
         ptr = q
-    arr = cnp.PyArray_SimpleNewFromData(1, &dims, typenum, ptr)
-    cnp.set_array_base(arr, PyCapsule_New(ptr, NULL, _free_capsule))
-    return arr
+    owner = cyarray(shape=(n,), itemsize=8, format="d", mode="c", allocate_buffer=False)
+    owner.data = <char*> ptr
+    owner.callback_free_data = free
+    return np.asarray(owner).view(dtype)
 
 
 cdef class Parser:
@@ -559,14 +554,15 @@ cdef class Parser:
                 raise MemoryError()
             ip[0] = 0
             self.indptr = ip
+        import numpy as np
         out = (
-            _hand_over(self.indptr, self.n_rows + 1, cnp.NPY_INT64),
-            _hand_over(self.indices, self.nnz, cnp.NPY_INT64),
-            _hand_over(self.data, self.nnz, cnp.NPY_FLOAT64),
-            _hand_over(self.target, self.n_rows, cnp.NPY_FLOAT64),
-            _hand_over(self.qid, self.n_rows, cnp.NPY_INT64),
-            _hand_over(self.cost, self.n_rows, cnp.NPY_FLOAT64),
-            _hand_over(self.line, self.n_rows, cnp.NPY_INT64),
+            _hand_over(self.indptr, self.n_rows + 1, np.int64),
+            _hand_over(self.indices, self.nnz, np.int64),
+            _hand_over(self.data, self.nnz, np.float64),
+            _hand_over(self.target, self.n_rows, np.float64),
+            _hand_over(self.qid, self.n_rows, np.int64),
+            _hand_over(self.cost, self.n_rows, np.float64),
+            _hand_over(self.line, self.n_rows, np.int64),
             int(self.max_col + 1),
         )
         self._reset()
@@ -1014,6 +1010,116 @@ def float_rows(const double[:, ::1] values not None):
             buf[size] = c'\n'
             size += 1
     return taken_text(buf, size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear prediction from the parsed rows straight to predict's output lines (predict's lean path,
+# svmtrain.lean_predict: the interpreter's start and this module, no numpy, no click). The scores,
+# the choice of label and the text are those of the tasks' own path (Binary.predict, csr_scores;
+# Multiclass.predict, block_scores and multiclass_predict; format_lines), the same additions in the
+# same order, so the output is the same bytes; tests/test_lean_predict.py compares the two.
+
+
+def zeros(Py_ssize_t n):
+    """n doubles, all 0.0, as a writable buffer (a model's weights on the lean path, where the
+    array module would import collections: 4 ms)."""
+    cdef cyarray out = cyarray(shape=(max(n, 1),), itemsize=sizeof(double), format="d", mode="c",
+                               allocate_buffer=False)
+    out.data = <char*> calloc(max(n, 1), sizeof(double))
+    if out.data == NULL:
+        raise MemoryError()
+    out.callback_free_data = free
+    return out[:n] if n == 0 else out
+
+
+def predict_parsed(Parser parser not None, const double[::1] w not None, int64_t n_cols, int64_t K,
+                   double bias, bint has_bias, list labels not None, list label_texts not None,
+                   bint scores):
+    """Predict the rows `parser` holds with a linear model and let them go (the parser keeps its
+    buffers for the next rows). Returns (the output's lines as str, the rows whose target is the
+    predicted label).
+
+    K == 1 (binary): s = w.x (+ w[n_cols] * bias), labels[0] when s > 0, else labels[1].
+    K >= 2 (multiclass): w feature-major, as the model reader stores it (the K weights of column j
+    at w[j * K:], the bias weights at w[n_cols * K:]); S_k = w_k.x (+ bias term), the label of the
+    first largest S_k. Columns at or beyond n_cols are ignored. A line is label_texts[k] (bytes, the
+    label as format_label writes it) or, with `scores`, the reprs of s or of S_1..S_K joined by a
+    space.
+    """
+    cdef Py_ssize_t n = parser.n_rows, i, size = 0, longest = 0, n_labels = len(labels)
+    cdef int64_t p, j, k, best, correct = 0
+    cdef double v, top
+    cdef const int64_t* ip = parser.indptr
+    cdef const int64_t* ind = parser.indices
+    cdef const double* val = parser.data
+    cdef const double* target = parser.target
+    cdef double* S
+    cdef double* label
+    cdef char* buf
+    cdef const char** text
+    cdef Py_ssize_t* text_len
+    if K < 1 or n_cols < 0:
+        raise ValueError("predict_parsed: K >= 1 and n_cols >= 0")
+    if n_labels != (2 if K == 1 else K) or len(label_texts) != n_labels:
+        raise ValueError("predict_parsed: one label (and its text) per class, two for binary")
+    if w.shape[0] < K * (n_cols + (1 if has_bias else 0)):
+        raise ValueError("predict_parsed: w is shorter than the model's columns")
+    for t in label_texts:
+        longest = max(longest, len(<bytes?> t))
+    if n == 0:
+        return "", 0
+    S = <double*> malloc(K * sizeof(double))
+    label = <double*> malloc(n_labels * sizeof(double))
+    text = <const char**> malloc(n_labels * sizeof(char*))
+    text_len = <Py_ssize_t*> malloc(n_labels * sizeof(Py_ssize_t))
+    if S == NULL or label == NULL or text == NULL or text_len == NULL:
+        free(S); free(label); free(text); free(text_len)
+        raise MemoryError()
+    for k in range(n_labels):
+        label[k] = labels[k]
+        text[k] = <bytes> label_texts[k]
+        text_len[k] = len(<bytes> label_texts[k])
+    try:
+        buf = text_buffer(n * ((K * (MAX_REPR + 1) if scores else longest) + 1))
+        with nogil:
+            for i in range(n):
+                for k in range(K):
+                    S[k] = 0.0
+                for p in range(ip[i], ip[i + 1]):
+                    j = ind[p]
+                    if 0 <= j < n_cols:
+                        v = val[p]
+                        for k in range(K):
+                            S[k] += w[j * K + k] * v
+                if has_bias:
+                    for k in range(K):
+                        S[k] += w[n_cols * K + k] * bias
+                if K == 1:
+                    best = 0 if S[0] > 0 else 1
+                else:
+                    best = 0
+                    top = S[0]
+                    for k in range(1, K):
+                        if S[k] > top:
+                            top = S[k]
+                            best = k
+                correct += label[best] == target[i]
+                if scores:
+                    for k in range(K):
+                        if k:
+                            buf[size] = c' '
+                            size += 1
+                        size += put_repr(buf + size, S[k])
+                else:
+                    memcpy(buf + size, text[best], text_len[best])
+                    size += text_len[best]
+                buf[size] = c'\n'
+                size += 1
+    finally:
+        free(S); free(label); free(text); free(text_len)
+    parser.n_rows = 0
+    parser.nnz = 0
+    return taken_text(buf, size), correct
 
 
 def _floor_logs(int q):

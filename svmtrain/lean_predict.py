@@ -1,0 +1,323 @@
+"""`svmtrain predict` for the common case without numpy or click: what a Makefile loop pays.
+
+A process that imports numpy cannot start in less time than that import takes: about 0.08 s, where
+LIBLINEAR's `predict` tags a9a's test file in 0.03 s. So the console script (svmtrain.__main__)
+first offers a predict command line to `run` here. It takes it when the command is of the plain
+form
+
+    svmtrain predict [--scores] [-q|--quiet] TEST_FILE MODEL_FILE [OUTPUT]
+
+with a plain (uncompressed) TEST_FILE of at most LEAN_BYTES and a binary or multiclass linear model
+in svmtrain's format as svmtrain writes it (the header's keys in their order, each value spelled as
+the writer spells it, no training-control keys). The file is parsed by the reader's C parser and
+its rows are scored, labelled and written as text where they lie (`_reader.predict_parsed`); the
+output and the metric line are the bytes the full path writes.
+
+Anything else, and anything unexpected on the way (a model or data line the full path would
+refuse, or read in a way of its own), is not judged here: `run` returns None, having written
+nothing (the output goes to a temporary file, standard output's text is held until the end), and
+the command runs through click and svmtrain.api, which accept it or say what is wrong. A model the
+lean reader accepts is one the full reader reads to the same weights (tests/test_lean_predict.py
+checks this on every model kind it takes and on thousands of corrupted files).
+"""
+
+import math
+import os
+import sys
+
+#: the largest test file predicted here: start-up is what a small file's predict costs; above
+#: this the full path's progress bar and streaming to standard output matter more
+LEAN_BYTES = 64 << 20
+#: ... and when the predictions go to standard output, where they are held until the end
+LEAN_STDOUT_BYTES = 8 << 20
+#: the largest model file read here (whole, before its weights are parsed)
+LEAN_MODEL_BYTES = 16 << 20
+_READ = 1 << 20                 # input bytes per parse, as svmtrain.data.STREAM_BLOCK
+
+_FLAGS = {"--scores": "scores", "-q": "quiet", "--quiet": "quiet"}
+_MODES = ("n-slack", "1-slack", "online-dual")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-")
+
+
+class _NotHere(Exception):
+    """The command is not one for the lean path: the full path runs it."""
+
+
+def run(args):
+    """Predict as `svmtrain predict ARGS` would; the exit status, or None when the full path must
+    run the command (nothing has been written then)."""
+    parsed = _command(args)
+    if parsed is None:
+        return None
+    test, model_path, output, scores, quiet = parsed
+    try:
+        to_stdout = output in (None, "-")
+        model = read_model(model_path)
+        if model is None or not _plain_file(test, LEAN_STDOUT_BYTES if to_stdout else LEAN_BYTES):
+            return None
+        if not to_stdout and (output == "" or os.path.isdir(output)):
+            return None
+        if to_stdout:
+            pieces = []
+            correct, total = _predict(test, model, scores, pieces.append)
+            from svmtrain._stdout import say
+            say("".join(pieces), 141)      # (the full path's status for a broken pipe)
+        else:
+            from svmtrain.atomic import atomic_output
+            with atomic_output(output, "w") as out:
+                correct, total = _predict(test, model, scores, out.write)
+    except Exception:
+        # _NotHere, or what the full path names better (a file that cannot be read or written,
+        # memory): nothing was written, and the full path says what is wrong or does it its way
+        return None
+    except KeyboardInterrupt:
+        print("svmtrain: interrupted; no output was written", file=sys.stderr)
+        return 130
+    if not quiet:
+        # BinaryMetric.line and AccuracyMetric.line
+        accuracy = correct / total if total else 0.0
+        print("Accuracy = %g%% (%d/%d)" % (100.0 * accuracy, correct, total), file=sys.stderr)
+    return 0
+
+
+def _command(args):
+    """(test, model, output, scores, quiet) of a plain predict command line, else None."""
+    flags, positional = {"scores": False, "quiet": False}, []
+    for a in args:
+        if a in _FLAGS:
+            flags[_FLAGS[a]] = True
+        elif a.startswith("-") and a != "-":
+            return None          # --json, --workers, --help, --, ...: click's
+        else:
+            positional.append(a)
+    if len(positional) not in (2, 3) or positional[0] == "-" or positional[1] == "-":
+        return None
+    # the environment can ask for Dask (predict's --scheduler reads it)
+    if os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        return None
+    test, model = positional[:2]
+    output = positional[2] if len(positional) == 3 else None
+    return test, model, output, flags["scores"], flags["quiet"]
+
+
+def _plain_file(path, limit):
+    """A regular file of at most `limit` bytes that is not compressed."""
+    try:
+        st = os.stat(path)
+        if not os.path.isfile(path) or st.st_size > limit:
+            return False
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return False
+    return not head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The model: svmtrain's format as model.format_model writes a binary or multiclass linear model
+
+
+class LeanModel:
+    __slots__ = ("w", "n_cols", "K", "bias", "labels", "index_base")
+
+    def __init__(self, w, n_cols, K, bias, labels, index_base):
+        self.w, self.n_cols, self.K, self.bias = w, n_cols, K, bias
+        self.labels, self.index_base = labels, index_base
+
+
+def _float(tok, lo=None, strict=False):
+    """A float spelled as the writer spells it (repr), finite, above `lo`; else _NotHere."""
+    try:
+        x = float(tok)
+    except ValueError:
+        raise _NotHere from None
+    if repr(x) != tok or not math.isfinite(x) or (
+            lo is not None and (x <= lo if strict else x < lo)):
+        raise _NotHere
+    return x
+
+
+def _int(tok, lo=None):
+    if not (tok.isascii() and tok.lstrip("-").isdigit()) or len(tok.lstrip("-")) > 18:
+        raise _NotHere
+    x = int(tok)
+    if str(x) != tok or (lo is not None and x < lo):
+        raise _NotHere
+    return x
+
+
+def label_text(x):
+    """A label as the full path writes it (svmtrain.tasks.base.format_label)."""
+    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+
+
+def _model_label(tok):
+    """A label spelled as the model writer spells it (svmtrain.model._fmt_label)."""
+    try:
+        x = float(tok)
+    except ValueError:
+        raise _NotHere from None
+    whole = x.is_integer() and abs(x) < 2**53 and not (x == 0 and math.copysign(1.0, x) < 0)
+    if not math.isfinite(x) or (str(int(x)) if whole else repr(x)) != tok:
+        raise _NotHere
+    return x
+
+
+def _word(choices):
+    def check(tok):
+        if tok not in choices:
+            raise _NotHere
+        return tok
+    return check
+
+
+def _solver(tok):
+    if not tok or not _NAME_CHARS.issuperset(tok):
+        raise _NotHere
+    return tok
+
+
+def _bias(tok):
+    return None if tok == "none" else _float(tok)
+
+
+def _positive(tok):
+    return _float(tok, 0.0, strict=True)
+
+
+def _non_negative(tok):
+    return _float(tok, 0.0)
+
+
+def _count(tok):
+    return _int(tok, 0)
+
+
+# model.HEADER_KEYS as model._keys_of lists them for a binary model, after `task`, each with the
+# check of its kind; `labels` is read apart. A multiclass model adds the task's keys at the end.
+_HEADER = (("mode", _word(_MODES)), ("solver", _solver), ("C", _positive), ("bias", _bias),
+           ("features", _count), ("index_base", lambda tok: int(_word(("0", "1"))(tok))),
+           ("labels", None), ("epsilon", _non_negative), ("dual", _float), ("primal", _float),
+           ("relative_gap", _float), ("examples", _count), ("seed", _int), ("epochs", _count))
+_TASK_HEADER = {"binary": (),
+                "multiclass": (("loss", _word(("zero-one", "hamming"))),
+                               ("rescaling", _word(("margin", "slack"))))}
+
+
+def read_model(path):
+    """The LeanModel of the file at `path`, or None when it is not of the form read here."""
+    if not _plain_file(path, LEAN_MODEL_BYTES):
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return _parse(data)
+    except (_NotHere, UnicodeError):
+        return None
+
+
+def _parse(data):
+    if not data.endswith(b"\n"):
+        raise _NotHere
+    pos = 0
+
+    def line():
+        nonlocal pos
+        j = data.find(b"\n", pos)
+        if j < 0:
+            raise _NotHere
+        text = data[pos:j].decode("ascii")
+        pos = j + 1
+        if "\r" in text:
+            raise _NotHere
+        return text
+
+    if line() != "svmtrain_model 1":
+        raise _NotHere
+    task_line = line().split(" ")
+    if len(task_line) != 2 or task_line[0] != "task" or task_line[1] not in _TASK_HEADER:
+        raise _NotHere
+    task = task_line[1]
+    values = {}
+    for key, check in _HEADER + _TASK_HEADER[task]:
+        name, _, rest = line().partition(" ")
+        if name != key:
+            raise _NotHere         # another key here (a training control), or another order
+        if key == "labels":
+            values[key] = [_model_label(t) for t in rest.split(" ")]
+            continue
+        if " " in rest:
+            raise _NotHere
+        values[key] = check(rest)
+    labels = values["labels"]
+    K = len(labels)
+    if (K != 2 if task == "binary" else K < 2) or len(set(labels)) != K:
+        raise _NotHere
+    n_cols, bias = values["features"], values["bias"]
+    width = n_cols + (bias is not None)
+    size = width * (K if task == "multiclass" else 1)
+    spec = line().split(" ")
+    if len(spec) != 3 or spec[0] != "weights" or spec[1] not in ("dense", "sparse"):
+        raise _NotHere
+    if size > LEAN_MODEL_BYTES // 2:
+        raise _NotHere      # (more weights than a dense body read here can hold: w's memory)
+    sparse = spec[1] == "sparse"
+    if sparse:
+        n_lines = _int(spec[2], 0)
+        if n_lines > size:
+            raise _NotHere
+    else:
+        n_lines = size
+        if spec[2] != (f"{K}x{width}" if task == "multiclass" else str(width)):
+            raise _NotHere
+    from svmtrain._reader import weight_lines, zeros
+    w = zeros(size)
+    rows = K if task == "multiclass" else 1
+    done, pos, _, _ = weight_lines(data, pos, True, n_lines, sparse, w, -1, rows)
+    if done != n_lines or data[pos:] != b"end\n":
+        raise _NotHere
+    return LeanModel(w, n_cols, K if task == "multiclass" else 1, bias, labels,
+                     values["index_base"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The data: svmtrain.data's reading loop for a plain file, the rows scored as each piece is parsed
+
+
+def _predict(path, model, scores, write):
+    """Write the predictions of the file's rows; (rows predicted right, rows)."""
+    from svmtrain import _reader
+    texts = [label_text(x).encode("ascii") for x in model.labels]
+    labels = model.labels
+    bias = 0.0 if model.bias is None else model.bias
+    parser = _reader.Parser(model.index_base == 0, 1)
+    correct = total = 0
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        buf = bytearray(min(_READ, size + 1))
+        n, eof = 0, False
+        while True:
+            view = memoryview(buf)
+            while n < len(buf) and not eof:
+                k = f.readinto(view[n:])
+                eof = k == 0
+                n += k
+            consumed, _, err = parser.parse(view[:n], eof)
+            view.release()
+            if err:
+                raise _NotHere                   # the full path names the line
+            total += parser.n_rows
+            text, right = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
+                                                 model.bias is not None, labels, texts, scores)
+            correct += right
+            write(text)
+            if consumed:
+                buf[: n - consumed] = buf[consumed:n]
+                n -= consumed
+            elif eof:
+                break
+            else:
+                buf.extend(bytes(len(buf)))      # one line longer than the buffer
+            if eof and n == 0:
+                break
+    return correct, total

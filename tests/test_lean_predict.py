@@ -1,0 +1,280 @@
+"""predict's lean path (svmtrain.lean_predict) against the full one (click, svmtrain.api).
+
+The console script offers every `predict` command line to the lean path first. Whatever it takes,
+it must do byte for byte as the full path does (the output file, standard output and error, the
+exit status); whatever it declines, it must decline before writing anything. Each case runs the
+same command both ways in fresh processes.
+"""
+
+import gzip
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from svmtrain import lean_predict
+from svmtrain.model import ModelError, parse_model
+from svmtrain.tasks.base import format_label
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+HEART = os.path.join(DATA, "heart_scale")
+PENDIGITS = os.path.join(DATA, "pendigits_scale.train.sample")
+PENDIGITS_TEST = os.path.join(DATA, "pendigits_scale.test.sample")
+
+# the console script's entry, reporting at exit whether numpy was imported (the lean path ran)
+_CONSOLE = """
+import atexit, sys
+atexit.register(lambda: print("numpy" in sys.modules, file=sys.__stderr__))
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.__main__ import run
+run()
+"""
+_CLICK = """
+import sys
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.cli import main
+main(prog_name="svmtrain")
+"""
+
+
+def _run(code, args, cwd):
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd)
+    return r.returncode, r.stdout, r.stderr
+
+
+def both(args, cwd, output=None):
+    """Run `svmtrain predict ARGS` through the console script and through click alone; assert the
+    same status, standard output, standard error and output file; return whether the console
+    script's run imported numpy (False: the lean path took it)."""
+    results = []
+    for code in (_CONSOLE, _CLICK):
+        if output is not None and os.path.exists(os.path.join(cwd, output)):
+            os.unlink(os.path.join(cwd, output))
+        status, out, err = _run(code, ["predict", *args], cwd)
+        written = None
+        if output is not None and os.path.exists(os.path.join(cwd, output)):
+            with open(os.path.join(cwd, output), "rb") as f:
+                written = f.read()
+        results.append((status, out, err, written))
+    (s1, o1, e1, w1), (s2, o2, e2, w2) = results
+    imported = e1.splitlines()[-1] == "True"
+    e1 = "".join(line + "\n" for line in e1.splitlines()[:-1])
+    assert (s1, o1, e1, w1) == (s2, o2, e2, w2)
+    return imported, s1, o1, e1, w1
+
+
+def train(tmp_path, data, name, *options):
+    model = str(tmp_path / name)
+    r = subprocess.run([sys.executable, "-m", "svmtrain", "train", "-q", *options, data, model],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return model
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("models")
+    return {
+        "binary": train(d, HEART, "binary"),
+        "binary bias": train(d, HEART, "binary_bias", "-B", "1"),
+        "binary 1-slack": train(d, HEART, "binary_1slack", "-m", "1-slack"),
+        "binary online": train(d, HEART, "binary_online", "-m", "online-dual"),
+        "multiclass": train(d, PENDIGITS, "multiclass", "-t", "multiclass"),
+        "multiclass bias": train(d, PENDIGITS, "multiclass_bias", "-t", "multiclass", "-B", "0.5"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["binary", "binary bias", "binary 1-slack", "binary online",
+                                  "multiclass", "multiclass bias"])
+@pytest.mark.parametrize("scores", [False, True])
+def test_the_lean_path_writes_what_the_full_path_writes(tmp_path, models, kind, scores):
+    test = PENDIGITS_TEST if kind.startswith("multiclass") else HEART
+    args = [test, models[kind], "out"] + (["--scores"] if scores else [])
+    imported, status, out, err, written = both(args, tmp_path, output="out")
+    assert not imported and status == 0
+    assert err.startswith("Accuracy = ") and written
+
+
+@pytest.mark.parametrize("output", [[], ["-"]])
+def test_standard_output(tmp_path, models, output):
+    imported, status, out, err, _ = both([HEART, models["binary"], *output, "-q"], tmp_path)
+    assert not imported and status == 0 and err == ""
+    assert len(out.splitlines()) == 270
+
+
+def test_labels_and_files_of_every_kind(tmp_path):
+    """Labels that are not integers, 0-based indices, a sparse weight body, features the model
+    never saw, qids, comments, blank lines, CRLF line ends, an empty test file."""
+    rng = random.Random(3)
+    lines = []
+    for i in range(120):
+        y = "0.5" if i % 2 else "-2"
+        feats = sorted(rng.sample(range(0, 40), 5))
+        x = " ".join(f"{j}:{rng.choice(['1', '0.25', '-3e-2', '7'])}" for j in feats)
+        lines.append(f"{y} {x}")
+    lines.append("-2 2000:1")                       # a far feature: the weights are sparse
+    train_file = tmp_path / "train"
+    train_file.write_text("\n".join(lines) + "\n")
+    model = train(tmp_path, str(train_file), "m", "--zero-based")
+    with open(model) as f:
+        assert "weights sparse" in f.read()
+    test = tmp_path / "test"
+    test.write_bytes(b"# a comment\n\n0.5 qid:3 1:1 39:2 5000:1\r\n-2 0:1 3:0.5 # why\n7 2:1\n")
+    imported, status, _, err, written = both([str(test), model, "out"], tmp_path, output="out")
+    assert not imported and status == 0 and written.count(b"\n") == 3
+    assert b"0.5\n" in written or b"-2\n" in written
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    imported, status, _, err, written = both([str(empty), model, "out"], tmp_path, output="out")
+    assert not imported and status == 0 and err == "Accuracy = 0% (0/0)\n" and written == b""
+
+
+def test_what_the_lean_path_declines_the_full_path_runs(tmp_path, models):
+    gz = tmp_path / "heart.gz"
+    with open(HEART, "rb") as f, gzip.open(gz, "wb") as g:
+        shutil.copyfileobj(f, g)
+    regression = train(tmp_path, os.path.join(DATA, "cpusmall_scale.train.sample"), "reg",
+                       "-t", "regression")
+    weighted = train(tmp_path, HEART, "weighted", "-w", "1", "2")
+    liblinear = train(tmp_path, HEART, "ll", "--format", "liblinear")
+    for args in ([str(gz), models["binary"], "out"],                      # compressed
+                 [HEART, models["binary"], "out", "--json"],              # a flag of click's
+                 [os.path.join(DATA, "cpusmall_scale.test.sample"), regression, "out"],
+                 [HEART, weighted, "out"],                                # a training control
+                 [HEART, liblinear, "out"]):                              # LIBLINEAR's format
+        imported, status, out, err, written = both(args, tmp_path, output="out")
+        assert imported and status == 0 and written, args
+
+
+def test_bad_input_gets_the_full_paths_message_and_no_file(tmp_path, models):
+    bad = tmp_path / "bad"
+    with open(HEART) as f:
+        text = f.read().splitlines()
+    text[100] = text[100].replace(":", "=", 1)
+    bad.write_text("\n".join(text) + "\n")
+    imported, status, _, err, written = both([str(bad), models["binary"], "out"], tmp_path,
+                                             output="out")
+    assert imported and status == 2 and "bad:101: " in err and written is None
+    with open(models["binary"]) as f:
+        broken = f.read().replace("C 1.0", "C -1.0")
+    (tmp_path / "broken").write_text(broken)
+    imported, status, _, err, written = both([HEART, "broken", "out"], tmp_path, output="out")
+    assert imported and status == 2 and "broken:5: " in err and written is None
+    imported, status, _, err, written = both([HEART, "missing", "out"], tmp_path, output="out")
+    assert imported and status == 2 and written is None
+
+
+def test_dask_from_the_environment_is_the_full_paths(tmp_path, models, monkeypatch):
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9")
+    assert lean_predict.run([HEART, models["binary"], str(tmp_path / "out")]) is None
+    assert not (tmp_path / "out").exists()
+
+
+def test_label_text_is_format_label():
+    for x in (1.0, -1.0, 0.0, -0.0, 0.5, 1e20, 2.0**53, 2.0**53 - 1, -2.0**60, 1e-300, 3.25,
+              123456789.0, 5e-324):
+        assert lean_predict.label_text(x) == format_label(x), x
+
+
+# ---------------------------------------------------------------------------------------------
+# The lean model reader: what it accepts, the full reader reads to the same model
+
+
+def _same_model(lean, text):
+    """The full reader's model of `text` is the lean reader's (the text must read)."""
+    model = parse_model(text)
+    assert model.labels == lean.labels and model.n_features == lean.n_cols
+    assert model.bias == lean.bias and model.index_base == lean.index_base
+    w = np.asarray(model.w)
+    flat = w.T.ravel() if w.ndim == 2 else w.ravel()    # the feature-major layout, as the lean w
+    assert np.array_equal(flat.view(np.int64), np.asarray(lean.w).view(np.int64))
+
+
+_TOKENS = ["1", "1.0", "-1", "-1.0", "-0.0", "0", "0.0", "2.0", "01", "+1", "1e400", "1e5", "100000.0", "nan", "inf",
+           "-inf", "1_0", "0x10", "x", "", "none", "0.5", "2", "3x124", "123", "124", "dense",
+           "sparse", "end", "\u0661", "1e-05", "1.5e+300", "-", "9" * 20, "3:0.5", "0:1.0"]
+
+
+def _mutations(text, rng):
+    lines = text.split("\n")
+    header = next((k for k, line in enumerate(lines) if line.startswith("weights")), len(lines))
+    # the header's lines mostly: the weights' are parsed by the full reader's own code
+    i = min(rng.randrange(header + 1), len(lines) - 1) if rng.random() < 0.8 else \
+        rng.randrange(len(lines))
+    kind = rng.randrange(9)
+    if kind == 0:                               # a token replaced
+        tokens = lines[i].split(" ")
+        tokens[rng.randrange(len(tokens))] = rng.choice(_TOKENS)
+        lines[i] = " ".join(tokens)
+    elif kind == 1:
+        del lines[i]
+    elif kind == 2:
+        lines.insert(i, lines[i])
+    elif kind == 3:
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    elif kind == 4:
+        lines[i] = lines[i] + rng.choice([" ", "\r", "\t", "  x"])
+    elif kind == 5:
+        lines[i] = rng.choice([" ", "\t", ""]) + lines[i]
+    elif kind == 6:
+        lines[i] = lines[i].replace(" ", rng.choice(["  ", "\t"]), 1)
+    elif kind == 7:
+        return text[: rng.randrange(len(text) + 1)]
+    else:
+        lines.insert(i, rng.choice(["class_weights 1:2.0", "prior 0:1.0", "p 0.1",
+                                    "loss hamming", "averaged 2", "end", "weights dense 3"]))
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("kind", ["binary", "binary bias", "multiclass bias"])
+def test_the_lean_model_reader_accepts_only_what_reads_the_same(models, kind):
+    with open(models[kind]) as f:
+        text = f.read()
+    lean = lean_predict._parse(text.encode())
+    assert lean is not None          # svmtrain's own models take the lean path
+    _same_model(lean, text)
+    rng = random.Random(kind)
+    accepted = 0
+    for _ in range(1500):
+        mutated = text
+        for _ in range(rng.choice([1, 1, 2])):
+            mutated = _mutations(mutated, rng)
+        try:
+            lean = lean_predict._parse(mutated.encode("utf-8"))
+        except lean_predict._NotHere:
+            continue
+        except UnicodeError:
+            continue
+        accepted += 1
+        try:
+            _same_model(lean, mutated)
+        except ModelError as e:
+            pytest.fail(f"the lean reader took a model the full one refuses ({e}):\n{mutated}")
+    assert accepted > 20          # (many keep a valid model: another C, a swapped weight, ...)
+
+
+def test_predict_imports_neither_numpy_nor_click(tmp_path, models):
+    probe = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.__main__ import run
+run()
+"""
+    r = subprocess.run([sys.executable, "-c", probe, "predict", "-q", HEART, models["binary"],
+                        str(tmp_path / "out")], capture_output=True, text=True)
+    mods = set(json.loads(r.stderr.strip().splitlines()[-1]))
+    floor = set(json.loads(subprocess.run(
+        [sys.executable, "-c", "import sys, json; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True).stdout))
+    beyond = mods - floor
+    assert not any(m.split(".")[0] in ("numpy", "click", "re", "typing") for m in beyond), beyond
+    # svmtrain's package, its __main__, lean_predict, _reader and atomic; collections and what
+    # it brings (Cython's memoryviews register with collections.abc), and the json of the probe
+    assert len(beyond) <= 20, sorted(beyond)
