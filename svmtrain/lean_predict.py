@@ -23,6 +23,7 @@ checks this on every model kind it takes and on thousands of corrupted files).
 
 import math
 import os
+import stat
 import sys
 
 #: the largest test file predicted here: start-up is what a small file's predict costs; above
@@ -104,7 +105,7 @@ def _plain_file(path, limit):
     """A regular file of at most `limit` bytes that is not compressed."""
     try:
         st = os.stat(path)
-        if not os.path.isfile(path) or st.st_size > limit:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
             return False
         with open(path, "rb") as f:
             head = f.read(6)

@@ -134,6 +134,24 @@ def test_labels_and_files_of_every_kind(tmp_path):
     assert not imported and status == 0 and err == "Accuracy = 0% (0/0)\n" and written == b""
 
 
+def test_a_file_read_in_pieces_and_a_line_longer_than_a_piece(tmp_path, models, monkeypatch,
+                                                                capsys):
+    """The reading loop as a large file drives it: many reads, and a line that does not fit the
+    buffer (which then grows); the output is the full path's."""
+    with open(HEART) as f:
+        lines = f.read().splitlines()
+    lines[7] = lines[7] + " 14:0.5" + "".join(f" {j}:1" for j in range(100, 400))
+    test = tmp_path / "test"
+    test.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(lean_predict, "_READ", 64)
+    assert lean_predict.run([str(test), models["binary"], str(tmp_path / "lean")]) == 0
+    lean_line = capsys.readouterr().err
+    _, status, _, err, written = both([str(test), models["binary"], "out"], tmp_path,
+                                      output="out")
+    assert status == 0 and lean_line == err
+    assert (tmp_path / "lean").read_bytes() == written
+
+
 def test_what_the_lean_path_declines_the_full_path_runs(tmp_path, models):
     gz = tmp_path / "heart.gz"
     with open(HEART, "rb") as f, gzip.open(gz, "wb") as g:
