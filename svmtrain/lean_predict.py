@@ -9,7 +9,8 @@ form
 
 with a plain (uncompressed) TEST_FILE of at most LEAN_BYTES and a binary or multiclass linear model
 in svmtrain's format as svmtrain writes it (the header's keys in their order, each value spelled as
-the writer spells it, no training-control keys). The file is parsed by the reader's C parser and
+the writer spells it, no training-control keys), or a binary model in LIBLINEAR's format as its
+save_model writes it. The file is parsed by the reader's C parser and
 its rows are scored, labelled and written as text where they lie (`_reader.predict_parsed`); the
 output and the metric line are the bytes the full path writes.
 
@@ -217,23 +218,43 @@ def read_model(path):
         return None
 
 
-def _parse(data):
-    if not data.endswith(b"\n"):
-        raise _NotHere
-    pos = 0
+class _Lines:
+    """The model file's lines, each ASCII without '\\r', else _NotHere; `pos` is where the next
+    one starts."""
 
-    def line():
-        nonlocal pos
-        j = data.find(b"\n", pos)
+    def __init__(self, data):
+        if not data.endswith(b"\n"):
+            raise _NotHere          # (truncated, says the full reader)
+        self.data, self.pos = data, 0
+
+    def __call__(self):
+        j = self.data.find(b"\n", self.pos)
         if j < 0:
             raise _NotHere
-        text = data[pos:j].decode("ascii")
-        pos = j + 1
+        text = self.data[self.pos:j].decode("ascii")
         if "\r" in text:
             raise _NotHere
+        self.pos = j + 1
         return text
 
-    if line() != "svmtrain_model 1":
+
+def _weights(data, pos, size, n_lines, sparse, rows, after):
+    """The weights body (model._Source.weights_body's fast path, the same C parser) and then
+    exactly `after`, the rest of the file; else _NotHere."""
+    from svmtrain._reader import weight_lines, zeros
+    w = zeros(size)
+    done, pos, _, _ = weight_lines(data, pos, True, n_lines, sparse, w, -1, rows)
+    if done != n_lines or data[pos:] != after:
+        raise _NotHere
+    return w
+
+
+def _parse(data):
+    line = _Lines(data)
+    first = line()
+    if first.startswith("solver_type "):
+        return _parse_liblinear(line, first)
+    if first != "svmtrain_model 1":
         raise _NotHere
     task_line = line().split(" ")
     if len(task_line) != 2 or task_line[0] != "task" or task_line[1] not in _TASK_HEADER:
@@ -271,14 +292,45 @@ def _parse(data):
         n_lines = size
         if spec[2] != (f"{K}x{width}" if task == "multiclass" else str(width)):
             raise _NotHere
-    from svmtrain._reader import weight_lines, zeros
-    w = zeros(size)
-    rows = K if task == "multiclass" else 1
-    done, pos, _, _ = weight_lines(data, pos, True, n_lines, sparse, w, -1, rows)
-    if done != n_lines or data[pos:] != b"end\n":
-        raise _NotHere
+    w = _weights(data, line.pos, size, n_lines, sparse, K if task == "multiclass" else 1,
+                 b"end\n")
     return LeanModel(w, n_cols, K if task == "multiclass" else 1, bias, labels,
                      values["index_base"])
+
+
+# model._parse_liblinear's binary models as LIBLINEAR's save_model writes them: its keys in its
+# order, numbers as its printf formats spell them (%d, %.17g), one weight a line
+_LIBLINEAR_BINARY = ("L2R_LR", "L2R_L2LOSS_SVC_DUAL", "L2R_L2LOSS_SVC", "L2R_L1LOSS_SVC_DUAL",
+                     "L1R_L2LOSS_SVC", "L1R_LR", "L2R_LR_DUAL")
+
+
+def _liblinear_value(line, key):
+    name, _, value = line().partition(" ")
+    if name != key:
+        raise _NotHere
+    return value
+
+
+def _parse_liblinear(line, first):
+    if first.partition(" ")[2] not in _LIBLINEAR_BINARY or _liblinear_value(line, "nr_class") != "2":
+        raise _NotHere
+    labels = [float(_int(t)) for t in _liblinear_value(line, "label").split(" ")]
+    n_cols = _count(_liblinear_value(line, "nr_feature"))
+    tok = _liblinear_value(line, "bias")
+    try:
+        b = float(tok)
+    except ValueError:
+        raise _NotHere from None
+    if not math.isfinite(b) or "%.17g" % b != tok or line() != "w":
+        raise _NotHere
+    if len(labels) != 2 or labels[0] == labels[1]:
+        raise _NotHere
+    bias = None if b < 0 else b           # LIBLINEAR: a bias below 0 is none
+    size = n_cols + (bias is not None)
+    if size > LEAN_MODEL_BYTES // 2:
+        raise _NotHere
+    w = _weights(line.data, line.pos, size, size, False, 1, b"")
+    return LeanModel(w, n_cols, 1, bias, labels, 1)
 
 
 # ---------------------------------------------------------------------------------------------

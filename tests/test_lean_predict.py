@@ -100,6 +100,29 @@ def test_the_lean_path_writes_what_the_full_path_writes(tmp_path, models, kind, 
     assert err.startswith("Accuracy = ") and written
 
 
+@pytest.fixture(scope="module")
+def liblinear_models(tmp_path_factory):
+    """Binary LIBLINEAR models as LIBLINEAR writes them (liblinear-official), with and without
+    its bias, and as svmtrain's `--format liblinear` writes them."""
+    ll = pytest.importorskip("liblinear.liblinearutil")
+    d = tmp_path_factory.mktemp("liblinear")
+    y, x = ll.svm_read_problem(HEART)
+    paths = {}
+    for name, options in (("ll", "-s 3 -c 1 -q"), ("ll bias", "-s 1 -c 0.5 -B 1 -q")):
+        paths[name] = str(d / name.replace(" ", "_"))
+        ll.save_model(paths[name], ll.train(ll.problem(y, x), ll.parameter(options)))
+    paths["ours"] = train(d, HEART, "ours_ll", "--format", "liblinear", "-B", "2")
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["ll", "ll bias", "ours"])
+def test_binary_liblinear_models_take_the_lean_path(tmp_path, liblinear_models, kind):
+    for extra in ([], ["--scores"]):
+        imported, status, _, err, written = both([HEART, liblinear_models[kind], "out", *extra],
+                                                 tmp_path, output="out")
+        assert not imported and status == 0 and err.startswith("Accuracy = ") and written
+
+
 @pytest.mark.parametrize("output", [[], ["-"]])
 def test_standard_output(tmp_path, models, output):
     imported, status, out, err, _ = both([HEART, models["binary"], *output, "-q"], tmp_path)
@@ -159,12 +182,10 @@ def test_what_the_lean_path_declines_the_full_path_runs(tmp_path, models):
     regression = train(tmp_path, os.path.join(DATA, "cpusmall_scale.train.sample"), "reg",
                        "-t", "regression")
     weighted = train(tmp_path, HEART, "weighted", "-w", "1", "2")
-    liblinear = train(tmp_path, HEART, "ll", "--format", "liblinear")
     for args in ([str(gz), models["binary"], "out"],                      # compressed
                  [HEART, models["binary"], "out", "--json"],              # a flag of click's
                  [os.path.join(DATA, "cpusmall_scale.test.sample"), regression, "out"],
-                 [HEART, weighted, "out"],                                # a training control
-                 [HEART, liblinear, "out"]):                              # LIBLINEAR's format
+                 [HEART, weighted, "out"]):                               # a training control
         imported, status, out, err, written = both(args, tmp_path, output="out")
         assert imported and status == 0 and written, args
 
@@ -215,12 +236,14 @@ def _same_model(lean, text):
 
 _TOKENS = ["1", "1.0", "-1", "-1.0", "-0.0", "0", "0.0", "2.0", "01", "+1", "1e400", "1e5", "100000.0", "nan", "inf",
            "-inf", "1_0", "0x10", "x", "", "none", "0.5", "2", "3x124", "123", "124", "dense",
-           "sparse", "end", "\u0661", "1e-05", "1.5e+300", "-", "9" * 20, "3:0.5", "0:1.0"]
+           "sparse", "end", "\u0661", "1e-05", "1.5e+300", "-", "9" * 20, "3:0.5", "0:1.0",
+           "0.10000000000000001", "L2R_LR", "MCSVM_CS", "w", "nr_class", "-2", "13", "14"]
 
 
 def _mutations(text, rng):
     lines = text.split("\n")
-    header = next((k for k, line in enumerate(lines) if line.startswith("weights")), len(lines))
+    header = next((k for k, line in enumerate(lines)
+                   if line.startswith("weights") or line == "w"), len(lines))
     # the header's lines mostly: the weights' are parsed by the full reader's own code
     i = min(rng.randrange(header + 1), len(lines) - 1) if rng.random() < 0.8 else \
         rng.randrange(len(lines))
@@ -246,7 +269,8 @@ def _mutations(text, rng):
         return text[: rng.randrange(len(text) + 1)]
     else:
         lines.insert(i, rng.choice(["class_weights 1:2.0", "prior 0:1.0", "p 0.1",
-                                    "loss hamming", "averaged 2", "end", "weights dense 3"]))
+                                    "loss hamming", "averaged 2", "end", "weights dense 3",
+                                    "rho 0.5", "nr_class 2", "bias 1", "w", "0.5 "]))
     return "\n".join(lines)
 
 
@@ -275,6 +299,26 @@ def test_the_lean_model_reader_accepts_only_what_reads_the_same(models, kind):
         except ModelError as e:
             pytest.fail(f"the lean reader took a model the full one refuses ({e}):\n{mutated}")
     assert accepted > 20          # (many keep a valid model: another C, a swapped weight, ...)
+
+
+@pytest.mark.parametrize("kind", ["ll", "ll bias"])
+def test_the_lean_liblinear_reader_accepts_only_what_reads_the_same(liblinear_models, kind):
+    with open(liblinear_models[kind]) as f:
+        text = f.read()
+    lean = lean_predict._parse(text.encode())
+    assert lean is not None
+    _same_model(lean, text)
+    rng = random.Random(kind)
+    for _ in range(1500):
+        mutated = _mutations(text, rng)
+        try:
+            lean = lean_predict._parse(mutated.encode("utf-8"))
+        except (lean_predict._NotHere, UnicodeError):
+            continue
+        try:
+            _same_model(lean, mutated)
+        except ModelError as e:
+            pytest.fail(f"the lean reader took a model the full one refuses ({e}):\n{mutated}")
 
 
 def test_predict_imports_neither_numpy_nor_click(tmp_path, models):
