@@ -17,10 +17,11 @@
 #
 # Output rows accumulate in malloc'd arrays grown by doubling; `Parser.take()` hands them to numpy
 # without copying (a Cython array owning each buffer frees it with the numpy array). numpy is
-# imported by `take()`, not by the module: predict's lean path (svmtrain.lean_predict) parses with
-# this module and scores the rows where they lie (`predict_parsed`), numpy never imported. On a malformed line the parser stops and
-# records an error code, the line number and the offending token's byte span; Python builds the
-# message (`Parser.error_reason`) while the buffer is still alive.
+# imported by `take()`, not with the module: predict's lean path (svmtrain.lean_predict) parses
+# with this module and scores the rows where they lie (`predict_parsed`), numpy never imported.
+# On a malformed line the parser stops and records an error code, the line number and the
+# offending token's byte span; Python builds the message (`Parser.error_reason`) while the buffer
+# is still alive.
 
 from cython.view cimport array as cyarray
 from cpython.unicode cimport PyUnicode_DecodeASCII
@@ -262,6 +263,7 @@ cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
     q = realloc(ptr, n * 8)     # give back the spare capacity
     if q != NULL:
         ptr = q
+    # every buffer here has 8-byte items: the owner says doubles, the view gives the dtype
     owner = cyarray(shape=(n,), itemsize=8, format="d", mode="c", allocate_buffer=False)
     owner.data = <char*> ptr
     owner.callback_free_data = free
@@ -1029,7 +1031,7 @@ def zeros(Py_ssize_t n):
     if out.data == NULL:
         raise MemoryError()
     out.callback_free_data = free
-    return out[:n] if n == 0 else out
+    return out if n else out[:0]
 
 
 def predict_parsed(Parser parser not None, const double[::1] w not None, int64_t n_cols, int64_t K,
