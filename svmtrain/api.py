@@ -20,13 +20,13 @@ from __future__ import annotations
 import functools
 import math
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from svmtrain import BLAS_THREAD_VARIABLES
 from svmtrain.errors import InputError, OptionError
+from svmtrain.records import record
 
 if TYPE_CHECKING:
     from svmtrain.options import Controls, Problem
@@ -76,7 +76,7 @@ def _one_blas_thread(function):
     return on_one_thread
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Certificate:
     """D <= OPT <= P: the dual (a lower bound on the optimum), the primal P(w) of the model (an
     upper bound), their relative gap (P - D) / P, and the examples the bounds are over."""
@@ -91,7 +91,7 @@ class Certificate:
         return self.primal - self.dual
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verification(Certificate):
     """verify_bound's answer: the primal recomputed by one pass over the data, the model's dual,
     and whether the gap is within `tolerance` (never when the primal is below the dual: then the
@@ -103,7 +103,7 @@ class Verification(Certificate):
     warnings: tuple = ()
 
 
-@dataclass
+@record
 class Predictions:
     """predict's answer: the predicted labels (or targets), the decision values (None when they
     were written to a file instead), and the task's metrics (`metrics`, and `line` in LIBLINEAR's

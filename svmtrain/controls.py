@@ -31,12 +31,12 @@ bound on w_hat_k is -sqrt(r_k) w0_k: it stays 0 when the prior is 0 on the const
 which is required.
 """
 
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from svmtrain.data import MAX_FEATURES, DataError
+from svmtrain.records import record
 from svmtrain.tasks.base import LabelledTask, format_label
 
 
@@ -138,7 +138,7 @@ def parse_nonneg(spec, zero_based=False):
 
 # -- what a model records ------------------------------------------------------------------------
 
-@dataclass
+@record
 class Controls:
     """The controls of one training run, as the model file records them."""
 

@@ -33,13 +33,14 @@ feature often predicts one class everywhere, a flat start that says nothing abou
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
 
 from svmtrain.errors import InputError
 from svmtrain.options import Controls, Local, OptionError, Problem
+from svmtrain.records import record
 
 __all__ = ["cross_validate", "c_path", "fold_of_rows", "CVResult", "PathPoint", "PathResult",
            "METRICS"]
@@ -54,7 +55,7 @@ C_MAX = 1024.0        # LIBLINEAR -C's largest C
 PATIENCE = 5          # doublings without a better score before the automatic search stops
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CVResult:
     """One C's cross-validation: the metric's value per fold, their mean and standard deviation
     (ddof 1), each fold's whole summary (`details`: e.g. squared_correlation for regression) and
@@ -76,7 +77,7 @@ class CVResult:
                 "relative_gaps": list(self.gaps), "certified": self.certified}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PathPoint:
     """One C of a path: the certificate of its model on the whole data (`primal`, `dual`,
     `relative_gap`; without folds), or its cross-validation (`cv`), and the training cost."""
@@ -91,7 +92,7 @@ class PathPoint:
     cv: Optional[CVResult] = None
 
 
-@dataclass
+@record
 class PathResult:
     """A path over C: its points in increasing C, the best (with folds), the model at the best C
     trained on all the data (when asked), and the metric the points were scored by."""

@@ -18,12 +18,13 @@ import io
 import os
 import sys
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import BinaryIO, Callable, Iterator, Optional
 
 import numpy as np
 
 from svmtrain import _reader
+from svmtrain.records import record
 
 __all__ = ["DataError", "Block", "open_input", "iter_blocks", "load", "MAX_FEATURES", "check_features",
            "check_norms", "check_training_rows", "take_rows", "repeated_run"]
@@ -140,7 +141,7 @@ class DataError(ValueError):
         return (type(self), (self.path, self.line, self.reason))
 
 
-@dataclass
+@record
 class Block:
     """One CSR block of consecutive rows."""
 

@@ -33,12 +33,13 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
 
 from svmtrain import data
+from svmtrain.records import record
 
 PARTITION_BYTES = 64 << 20   # verify-bound / predict: the size of a partition (not of the cluster)
 LOCAL_EPOCHS = 2             # CoCoA+: engine epochs on each partition per round
@@ -428,7 +429,7 @@ def predict(s: Session, task, w, geometry, path, zero_based, scores, out, metric
 # The certificate is the exact gap of each round's w(alpha): D = -1/2 ||w||^2 + sum_k l_k . a_k and
 # P summed as verify-bound does.
 
-@dataclass
+@record
 class _Partition:
     block: object
     problem: object
@@ -548,7 +549,7 @@ def _second(pair):
     return pair[1]
 
 
-@dataclass
+@record
 class CocoaResult:
     w: np.ndarray
     dual: float

@@ -12,15 +12,14 @@ the same planes and P(w) up to rounding. The certificate is still priced over th
 verify-bound does, bit for bit.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from svmtrain._oneslack import distinct_rows, gather_rows
 from svmtrain.data import Block
+from svmtrain.records import record
 
 
-@dataclass
+@record
 class MergedRows:
     """The distinct rows of `original` as a block of their own (`block`, first occurrences in file
     order, each with the summed cost of its class) and the class of every original row."""

@@ -7,7 +7,7 @@ online-dual) calls `solve` on a `ConstraintCache`.
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Optional
 
 import numpy as np
@@ -15,9 +15,10 @@ import numpy as np
 from svmtrain import interrupt
 from svmtrain._engine import DualCD
 from svmtrain.objective import relative_gap   # (the solvers take it from here too)
+from svmtrain.records import record
 
 
-@dataclass
+@record
 class ConstraintCache:
     """Constraints with margins l_c, in groups g sharing one slack (C_g); each constraint is a short sum
     of shifted, scaled rows of a CSR store X (indptr, indices, data) of n_cols columns:
@@ -98,7 +99,7 @@ class ConstraintCache:
                       w_buffer=w_buffer)
 
 
-@dataclass
+@record
 class EpochRecord:
     """One line of the trace (VLFeat's VlSvmStatistics, in spirit)."""
 
@@ -121,7 +122,7 @@ class EpochRecord:
         return str(self.visited)
 
 
-@dataclass
+@record
 class Solution:
     w: np.ndarray
     alpha: np.ndarray

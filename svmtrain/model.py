@@ -55,13 +55,14 @@ import io
 import math
 import re
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from numbers import Integral, Real
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
 from .atomic import atomic_output
+from .records import record
 
 __all__ = [
     "Model",
@@ -108,7 +109,7 @@ class _Bad(Exception):
     """Internal: a reason without a place; turned into a ModelError where the line is known."""
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Model:
     """A trained linear model plus the certificate it was trained to (dual <= OPT <= primal).
 

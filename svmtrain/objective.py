@@ -9,15 +9,15 @@ sentence, a query) are put back together across block boundaries first.
 """
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from svmtrain._linear import hinge_sum
 from svmtrain.data import whole_examples
+from svmtrain.records import record
 
 
-@dataclass
+@record
 class PrimalValue:
     primal: float
     regularizer: float

@@ -16,10 +16,11 @@ line flag, so the CLI can say which option was wrong while the library stays fre
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Optional, Union
 
 from svmtrain.errors import OptionError
+from svmtrain.records import record
 
 __all__ = ["OptionError", "Problem", "NSlack", "OneSlack", "OnlineDual", "Budgeted", "Controls",
            "Local", "Dask", "TASKS", "MODES", "LINEAR_MODES", "check_run", "mode_name",
@@ -76,7 +77,7 @@ _TASK_OPTIONS = {"p": ("-p", ("regression",)), "loss": ("--loss", ("multiclass",
                  "rescaling": ("--rescaling", ("multiclass", "sequence"))}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Problem:
     """What is solved: P(w) = 1/2 |w|^2 + C sum_i loss_i(w), to a relative duality gap epsilon.
 
@@ -164,7 +165,7 @@ class Problem:
                 "rescaling": self.rescaling or "margin"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NSlack:
     """Dual coordinate descent over every example's constraints, each example with its own slack
     (listed, or grown by cutting planes): Ramanan Alg. 1 inside Joachims Alg. 1/2."""
@@ -179,7 +180,7 @@ class NSlack:
         return self
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OneSlack:
     """The 1-slack cutting-plane algorithm (Joachims Alg. 3/4): one aggregated plane per oracle
     pass, a small QP over the working set. See `svmtrain train --help` for each option."""
@@ -218,7 +219,7 @@ def _online_default(name):
     return getattr(online, name)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OnlineDual:
     """The out-of-core solver (Ramanan Alg. 2): passes over a stream, a cache of hard
     constraints, explore-or-optimise by the duality gap. None means the solver's default.
@@ -321,7 +322,7 @@ def parse_cache_limit(value):
     return ("constraints", int(number))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Budgeted:
     """An RBF-kernel SVM with at most `budget` support vectors (BSCA, Qaadan et al.; or BSGD).
     None means the solver's default (gamma: 1 / number of features)."""
@@ -366,7 +367,7 @@ class Budgeted:
         return "bsgd" if self.optimizer in ("sgd", "bsgd") else "bsca"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Controls:
     """The training controls of the linear modes (svmtrain.controls does the work).
 
@@ -426,7 +427,7 @@ class Controls:
                 "warm_start_file": self.warm_start}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Local:
     """Run in this process; `threads` for 1-slack's per-example oracle loop (every thread count
     gives the same model)."""
@@ -440,7 +441,7 @@ class Local:
         return self
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Dask:
     """Run on Dask: a local cluster of `workers` one-thread processes, the cluster of
     `scheduler` (an address), or an existing `distributed.Client`."""

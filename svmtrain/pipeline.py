@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Optional
 
 from svmtrain import interrupt
@@ -20,6 +20,7 @@ from svmtrain.errors import InputError
 from svmtrain.objective import relative_gap
 from svmtrain.options import (Budgeted, Controls, Dask, Local, OneSlack, OnlineDual, OptionError,
                               Problem, check_run)
+from svmtrain.records import record
 
 #: one line per epoch; the 1-slack, Dask, online-dual and budgeted traces have their own columns
 TRACE_HEADERS = {
@@ -33,7 +34,7 @@ TRACE_HEADERS = {
 }
 
 
-@dataclass
+@record
 class RunStats:
     """What a training run did: the mode that ran, its counters, time, the trace records (one per
     epoch, iteration, round or chunk), whether it converged or was interrupted, the warnings, and
@@ -57,7 +58,7 @@ class RunStats:
     certifying: bool = False              # online-dual: interrupted in the certificate's pass
 
 
-@dataclass
+@record
 class TrainingRun:
     """One call of the pipeline: the data, the records and where the results go."""
 

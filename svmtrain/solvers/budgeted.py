@@ -43,7 +43,7 @@ verify-bound recomputes both P(w~) and D(a) from the data: `dual_of_rows` is the
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from svmtrain._budget import (Expansion, bsca_epoch, bsgd_epoch, ensure_merge_ta
 from svmtrain._linear import hinge_sum
 from svmtrain.data import distinct, take_rows
 from svmtrain.objective import relative_gap
+from svmtrain.records import record
 
 OPTIMIZERS = ("bsca", "bsgd")   # the CLI says --optimizer bsca|sgd
 MERGE_SEARCHES = ("table", "golden")   # precomputed (Glasmachers & Qaadan 2018) or golden section
@@ -65,7 +66,7 @@ DEFAULT_SHRINK = 1.0
 DEFAULT_STEP_TOL = 0.0   # Alg. 2 takes every non-zero step
 
 
-@dataclass
+@record
 class BudgetedEpoch:
     """One line of --trace: cumulative training seconds (evaluation excluded), the objectives,
     merges in the epoch, validation metric (accuracy, or MSE for regression; None without data)."""
@@ -82,7 +83,7 @@ class BudgetedEpoch:
     kernel_values: int = 0
 
 
-@dataclass
+@record
 class BudgetedResult:
     support_vectors: list          # per set: (beta, indptr, indices, data)
     primal: float
@@ -147,7 +148,7 @@ class KernelPrimal:
         return PrimalValue(regularizer + loss, regularizer, loss, self.examples)
 
 
-@dataclass
+@record
 class _Rows:
     """CSR arrays in the shape take_rows reads."""
     indptr: np.ndarray

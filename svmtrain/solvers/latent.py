@@ -22,17 +22,18 @@ than `tol` f, so the objective of the kept rounds never increases.
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from svmtrain import objective
+from svmtrain.records import record
 from svmtrain.solvers.nslack import train_nslack
 from svmtrain.tasks.base import Geometry
 from svmtrain.tasks.user import same_label
 
 
-@dataclass
+@record
 class LatentRound:
     """One CCCP round: f at the round's start (its w, newly imputed), then its convex solve."""
 
@@ -46,7 +47,7 @@ class LatentRound:
     changed: int          # examples whose imputed latent part changed at this round's start
 
 
-@dataclass
+@record
 class LatentResult:
     result: object        # the kept round's n-slack TrainResult (w and its certificate)
     rounds: list = field(default_factory=list)

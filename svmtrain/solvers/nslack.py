@@ -17,17 +17,18 @@ binary this is LIBLINEAR's dual coordinate descent. Otherwise the cache is grown
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from svmtrain import interrupt, objective
 from svmtrain.data import index_dtype
 from svmtrain.engine import ConstraintCache, EpochRecord, relative_gap, solve
+from svmtrain.records import record
 from svmtrain.tasks.base import Constraints, Geometry
 
 
-@dataclass
+@record
 class TrainResult:
     w: object
     alpha: object
@@ -63,7 +64,7 @@ def _cache(problem, cons):
 INNER_EPOCHS = 10
 
 
-@dataclass
+@record
 class HotStart:
     """The dual state an n-slack run ends with, kept in memory to start the next run on the same
     rows, task and controls at another C (a path over C, svmtrain.cv): the in-process form of a

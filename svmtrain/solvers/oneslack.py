@@ -120,7 +120,6 @@ the plane as it goes).
 
 import queue
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -131,6 +130,7 @@ from svmtrain._oneslack import (ScreenedOracle, accumulate_plane, gram_row, hing
 from svmtrain.data import Block, index_dtype, take_rows
 from svmtrain.duplicates import merge_identical
 from svmtrain.engine import EpochRecord, relative_gap
+from svmtrain.records import record
 from svmtrain.solvers.nslack import TrainResult
 from svmtrain.tasks.base import Constraints, Geometry
 from svmtrain.tasks.binary import Binary
@@ -176,7 +176,7 @@ SCREEN_SLACK = 1e-9
 PARALLEL_MIN_WEIGHTS = 65536
 
 
-@dataclass
+@record
 class PlaneRecord(EpochRecord):
     """A trace line of the 1-slack mode: `active` is the working-set size; primal is exact on
     oracle iterations, and 1/2|w|^2 + the cached plane's loss (a lower estimate) on cache hits."""
@@ -190,7 +190,7 @@ class PlaneRecord(EpochRecord):
         return f"{self.oracle_passes} {self.cache_hits} {self.scored} {self.examples}"
 
 
-@dataclass
+@record
 class OneSlackResult(TrainResult):
     oracle_passes: int = 0
     cache_hits: int = 0

@@ -322,7 +322,6 @@ boundary resumes bit for bit; one cut inside a re-optimisation resumes from that
 """
 
 import time
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -331,6 +330,7 @@ from svmtrain import data, interrupt, objective
 from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.memory import trim_heap
+from svmtrain.records import record
 from svmtrain.solvers.online_reading import (RowDigest, _balanced_windows, _check_runs, _checked,
                                              _example_starts, _one_window, _rechunk,
                                              _take_examples, _window_parts, _windows)
@@ -358,7 +358,7 @@ TRIM_WINDOW_NNZ = 1 << 20       # non-zeros of a window after which the heap is 
 # The solver
 
 
-@dataclass
+@record
 class ChunkRecord:
     """One trace line: after a chunk (and its re-optimisation, if one ran)."""
 
@@ -374,7 +374,7 @@ class ChunkRecord:
                                # support vectors kept to come back (Folded)
 
 
-@dataclass
+@record
 class OnlineResult:
     w: np.ndarray
     dual: float                # LB = D(alpha)
@@ -402,7 +402,7 @@ class OnlineResult:
         return {} if self.state_of is None else self.state_of()
 
 
-@dataclass
+@record
 class OnlineOptions:
     C: float
     bias: Optional[float]

@@ -8,7 +8,7 @@ Why each layout is as it is, with the measurements that chose it, is said where 
 whole is taken apart in the online module's docstring (Memory, The window bound).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import SimpleNamespace
 from typing import Optional
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from svmtrain import data
 from svmtrain.data import resize_in_place
+from svmtrain.records import record
 from svmtrain.tasks.base import Constraints
 
 COMPACT_PIECE = 1 << 16         # non-zeros (and rows) a row-store compaction moves at a time
@@ -375,7 +376,7 @@ def _room(a, n, spare=None):
     return out
 
 
-@dataclass
+@record
 class Cache:
     """Cached constraints (terms over the store's rows) and their per-constraint state."""
 

@@ -11,16 +11,16 @@ pair of documents, a tagged sentence) never copy the data. Solvers never import 
 """
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from svmtrain._linear import csr_scores
 from svmtrain.data import DataError, distinct, resize_in_place
+from svmtrain.records import record
 
 
-@dataclass
+@record
 class Constraints:
     """m constraints: x_c = sum_{t in tptr[c]:tptr[c+1]} term_scale[t] * X[term_row[t]] placed at
     column term_offset[t] (+ the bias feature when term_bias[t]); margin l_c; example `group[c]`.
@@ -159,7 +159,7 @@ class Constraints:
                            self.group[mask], self.key[mask])
 
 
-@dataclass
+@record
 class Problem:
     """A task's training data in the form the solvers use.
 

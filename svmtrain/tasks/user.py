@@ -28,13 +28,13 @@ import importlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 
 from svmtrain.errors import InputError
 
 from svmtrain.data import Block, DataError
+from svmtrain.records import record
 from svmtrain.tasks.base import Constraints, Problem, Task
 from svmtrain.tasks.protocol import REQUIRED, StructuredTask, missing_methods
 
@@ -245,7 +245,7 @@ def same_label(a, b):
         return False
 
 
-@dataclass
+@record
 class OracleAnswers:
     """One chunk's worst offenders: y_hat, the loss, H_i = loss - w.(psi(y_i) - psi(y_hat)) and
     the difference rows (CSR)."""
@@ -707,7 +707,7 @@ class UserMetric:
 # Training, predicting, certifying: what the commands (and svmtrain.api) call
 
 
-@dataclass
+@record
 class UserTraining:
     """What training a user task gives: the model's fields (weights, certificate, the task's name
     and version: svmtrain.pipeline.build_model makes the Model), the solver's result, and the
