@@ -16,14 +16,18 @@
 # (C locale) on a NUL-terminated copy of the token, so every value is bit-exact with `strtod`.
 #
 # Output rows accumulate in malloc'd arrays grown by doubling; `Parser.take()` hands them to numpy
-# without copying (a Cython array owning each buffer frees it with the numpy array). numpy is
-# imported by `take()`, not with the module: predict's lean path (svmtrain.lean_predict) parses
-# with this module and scores the rows where they lie (`predict_parsed`), numpy never imported.
+# without copying (an _Owned buffer frees each with the numpy array). numpy is imported by
+# `take()`, not with the module: predict's lean path (svmtrain.lean_predict) parses with this
+# module and scores the rows where they lie (`predict_parsed`), numpy never imported. Arguments
+# are taken through the buffer protocol (_acquire), not typed memoryviews, whose support code
+# imports collections.abc when the module loads (3-4 ms of a lean predict's 30).
 # On a malformed line the parser stops and records an error code, the line number and the
 # offending token's byte span; Python builds the message (`Parser.error_reason`) while the buffer
 # is still alive.
 
-from cython.view cimport array as cyarray
+from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release,
+                             PyObject_GetBuffer)
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
 from libc.stdlib cimport calloc, malloc, realloc, free
@@ -251,11 +255,47 @@ cdef inline int parse_uint(const char* s, const char* e, const char** endp, int6
     return 2 if big else 0
 
 
+cdef class _Owned:
+    """n 8-byte items at a malloc'd pointer, exported as a writable buffer of doubles and freed
+    with the last object that views it (the numpy arrays of `take`, the weights of `zeros`)."""
+    cdef void* ptr
+    cdef Py_ssize_t n
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.n
+        self.strides[0] = 8
+        view.buf = self.ptr
+        view.obj = self
+        view.len = self.n * 8
+        view.readonly = 0
+        view.itemsize = 8
+        view.format = "d"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        free(self.ptr)
+
+
+cdef _Owned _owned(void* ptr, Py_ssize_t n):
+    cdef _Owned owner = _Owned.__new__(_Owned)
+    owner.ptr = ptr
+    owner.n = n
+    return owner
+
+
 cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
     """A 1-d numpy array of `dtype` (8-byte items) owning the malloc'd `ptr` (n items): ptr is
     freed with the array."""
     import numpy as np
-    cdef cyarray owner
     cdef void* q
     if ptr == NULL or n == 0:
         free(ptr)
@@ -263,11 +303,36 @@ cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
     q = realloc(ptr, n * 8)     # give back the spare capacity
     if q != NULL:
         ptr = q
-    # every buffer here has 8-byte items: the owner says doubles, the view gives the dtype
-    owner = cyarray(shape=(n,), itemsize=8, format="d", mode="c", allocate_buffer=False)
-    owner.data = <char*> ptr
-    owner.callback_free_data = free
-    return np.asarray(owner).view(dtype)
+    return np.frombuffer(_owned(ptr, n), dtype=dtype)
+
+
+cdef int _acquire(object obj, Py_buffer* view, char kind, int ndim, bint writable,
+                  const char* what) except -1:
+    """obj's buffer in `view` (released by the caller): C-contiguous, `ndim` dimensions, items of
+    `kind`: b'B' bytes, b'd' doubles, b'q' int64s. A ValueError naming `what` otherwise."""
+    cdef int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (PyBUF_WRITABLE if writable else 0)
+    cdef const char* f
+    cdef bint ok
+    if obj is None:
+        raise TypeError(f"{what.decode()}: a buffer is needed, not None")
+    PyObject_GetBuffer(obj, view, flags)
+    f = view.format
+    if f == NULL:
+        f = b"B"
+    if f[0] in b"@=<":          # native or little-endian: the machines these wheels are built for
+        f += 1
+    if kind == c'B':
+        ok = view.itemsize == 1 and f[0] in b"Bbc"
+    elif kind == c'd':
+        ok = view.itemsize == 8 and f[0] == c'd'
+    else:
+        ok = view.itemsize == 8 and f[0] in b"lq"
+    ok = ok and f[1] == 0 and view.ndim == ndim
+    if not ok:
+        PyBuffer_Release(view)
+        raise ValueError(f"{what.decode()}: a contiguous {ndim}-d buffer of "
+                         f"{ {c'B': 'bytes', c'd': 'float64', c'q': 'int64'}[kind]} is needed")
+    return 0
 
 
 cdef class Parser:
@@ -527,22 +592,28 @@ cdef class Parser:
         consumed[0] = pos
         return OK
 
-    def parse(self, const unsigned char[::1] buf not None, bint final=False, limit=None):
+    def parse(self, buf, bint final=False, limit=None):
         """Parse the complete lines at the start of `buf` (and, if `final`, a last unterminated one).
 
         Lines starting at or after byte `limit` are left alone. Returns (consumed, done, error):
         consumed = bytes of the lines parsed, done = the limit was reached, error = the error code
         (0 = none; the details are in err_* and `error_reason(buf)`).
         """
-        cdef Py_ssize_t n = buf.shape[0], consumed = 0
-        cdef Py_ssize_t lim = n + 1 if limit is None else max(0, min(<Py_ssize_t> limit, n + 1))
+        cdef Py_buffer b
+        cdef Py_ssize_t n, consumed = 0, lim
         cdef bint done = False
         cdef int r
         cdef const char* p = b""
-        if n > 0:
-            p = <const char*> &buf[0]
-        with nogil:
-            r = self._parse(p, n, final, lim, &consumed, &done)
+        _acquire(buf, &b, c'B', 1, False, b"Parser.parse")
+        try:
+            n = b.len
+            lim = n + 1 if limit is None else max(0, min(<Py_ssize_t> limit, n + 1))
+            if n > 0:
+                p = <const char*> b.buf
+            with nogil:
+                r = self._parse(p, n, final, lim, &consumed, &done)
+        finally:
+            PyBuffer_Release(&b)
         return consumed, done, r
 
     def take(self):
@@ -570,8 +641,9 @@ cdef class Parser:
         self._reset()
         return out
 
-    def error_reason(self, const unsigned char[::1] buf not None):
+    def error_reason(self, buf):
         """Words for the last error; `buf` is the buffer that was being parsed."""
+        buf = memoryview(buf)
         code = self.err_code
         tok = _show(bytes(buf[self.err_start:self.err_end]))
         a, b = self.err_a, self.err_b
@@ -629,17 +701,17 @@ def _show(bytes tok):
     return "'" + s + "'"
 
 
-def count_newlines(const unsigned char[::1] buf not None):
+def count_newlines(buf):
     """Number of b'\\n' in buf (a vectorisable loop, no GIL)."""
-    cdef Py_ssize_t n = buf.shape[0], i
-    cdef Py_ssize_t k = 0
+    cdef Py_buffer b
+    cdef Py_ssize_t i, k = 0
     cdef const unsigned char* p
-    if n == 0:
-        return 0
-    p = &buf[0]
+    _acquire(buf, &b, c'B', 1, False, b"count_newlines")
+    p = <const unsigned char*> b.buf
     with nogil:
-        for i in range(n):
+        for i in range(b.len):
             k += p[i] == 10
+    PyBuffer_Release(&b)
     return k
 
 
@@ -655,8 +727,7 @@ def parse_float(bytes s):
     return v
 
 
-def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint final,
-                 Py_ssize_t n_lines, bint sparse, double[::1] w not None, int64_t at,
+def weight_lines(buf, Py_ssize_t pos, bint final, Py_ssize_t n_lines, bint sparse, w, int64_t at,
                  int64_t rows=1):
     """The body of a model's `weights` section, one weight per line, parsed in place (the model
     reader's fast path: no Python object per line).
@@ -670,9 +741,26 @@ def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint fin
     is True when the line at the returned position is not of that simple form (or out of range or
     order, or not finite): the caller's own checks then accept it or say what is wrong.
     """
-    cdef Py_ssize_t end = buf.shape[0], done = 0, size = w.shape[0]
+    cdef Py_buffer text, weights
+    _acquire(buf, &text, c'B', 1, False, b"weight_lines")
+    try:
+        _acquire(w, &weights, c'd', 1, True, b"weight_lines")
+    except BaseException:
+        PyBuffer_Release(&text)
+        raise
+    try:
+        return _weight_lines(<const char*> text.buf, text.len, pos, final, n_lines, sparse,
+                             <double*> weights.buf, weights.len // 8, at, rows)
+    finally:
+        PyBuffer_Release(&weights)
+        PyBuffer_Release(&text)
+
+
+cdef tuple _weight_lines(const char* base, Py_ssize_t end, Py_ssize_t pos, bint final,
+                         Py_ssize_t n_lines, bint sparse, double* w, Py_ssize_t size, int64_t at,
+                         int64_t rows):
+    cdef Py_ssize_t done = 0
     cdef int64_t width = size // rows if rows > 0 else size
-    cdef const char* base
     cdef const char* p
     cdef const char* e
     cdef const char* q
@@ -682,7 +770,6 @@ def weight_lines(const unsigned char[::1] buf not None, Py_ssize_t pos, bint fin
     cdef bint stopped = False
     if end == 0 or n_lines <= 0:
         return 0, pos, at, False
-    base = <const char*> &buf[0]
     with nogil:
         while done < n_lines and pos < end:
             nl = <const unsigned char*> memchr(base + pos, 10, end - pos)
@@ -964,15 +1051,34 @@ cdef str taken_text(char* buf, Py_ssize_t size):
         free(buf)
 
 
-def weight_text(const double[::1] values not None, const int64_t[::1] index=None):
+def weight_text(values, index=None):
     """The lines of a model's `weights` section, as str: repr(x) a line (dense), or index:repr(x)
     with the given indices (>= 0; sparse). The model writer's fast path, the reverse of
     weight_lines: the text of the Python f-strings, without a Python object per weight."""
-    cdef Py_ssize_t n = values.shape[0], i, size = 0, bad = -1
+    cdef Py_buffer v, ix
     cdef bint sparse = index is not None
+    _acquire(values, &v, c'd', 1, False, b"weight_text")
+    try:
+        if sparse:
+            _acquire(index, &ix, c'q', 1, False, b"weight_text")
+    except BaseException:
+        PyBuffer_Release(&v)
+        raise
+    try:
+        if sparse and ix.len != v.len:
+            raise ValueError("weight_text: the index and the values differ in length")
+        return _weight_text(<const double*> v.buf, v.len // 8,
+                            <const int64_t*> ix.buf if sparse else NULL)
+    finally:
+        if sparse:
+            PyBuffer_Release(&ix)
+        PyBuffer_Release(&v)
+
+
+cdef str _weight_text(const double* values, Py_ssize_t n, const int64_t* index):
+    cdef Py_ssize_t i, size = 0, bad = -1
+    cdef bint sparse = index != NULL
     cdef char* buf
-    if sparse and index.shape[0] != n:
-        raise ValueError("weight_text: the index and the values differ in length")
     if n == 0:
         return ""
     buf = text_buffer(n * (MAX_REPR + 22))      # 19 digits, ':' and '\n' beside each repr
@@ -994,24 +1100,33 @@ def weight_text(const double[::1] values not None, const int64_t[::1] index=None
     return taken_text(buf, size)
 
 
-def float_rows(const double[:, ::1] values not None):
-    """The rows of `values` as lines of repr(x) joined by a space, as str (predict's --scores and
-    a regression's predictions: the text of the tasks' format methods, made in C)."""
-    cdef Py_ssize_t n = values.shape[0], width = values.shape[1], i, j, size = 0
+def float_rows(values):
+    """The rows of `values` (2-d, float64) as lines of repr(x) joined by a space, as str
+    (predict's --scores and a regression's predictions: the text of the tasks' format methods,
+    made in C)."""
+    cdef Py_buffer b
+    cdef Py_ssize_t n, width, i, j, size = 0
+    cdef const double* v
     cdef char* buf
-    if n == 0:
-        return ""
-    buf = text_buffer(n * (width * (MAX_REPR + 1) + 1))
-    with nogil:
-        for i in range(n):
-            for j in range(width):
-                if j:
-                    buf[size] = c' '
-                    size += 1
-                size += put_repr(buf + size, values[i, j])
-            buf[size] = c'\n'
-            size += 1
-    return taken_text(buf, size)
+    _acquire(values, &b, c'd', 2, False, b"float_rows")
+    try:
+        n, width = b.shape[0], b.shape[1]
+        v = <const double*> b.buf
+        if n == 0:
+            return ""
+        buf = text_buffer(n * (width * (MAX_REPR + 1) + 1))
+        with nogil:
+            for i in range(n):
+                for j in range(width):
+                    if j:
+                        buf[size] = c' '
+                        size += 1
+                    size += put_repr(buf + size, v[i * width + j])
+                buf[size] = c'\n'
+                size += 1
+        return taken_text(buf, size)
+    finally:
+        PyBuffer_Release(&b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1025,18 +1140,14 @@ def float_rows(const double[:, ::1] values not None):
 def zeros(Py_ssize_t n):
     """n doubles, all 0.0, as a writable buffer (a model's weights on the lean path, where the
     array module would import collections: 4 ms)."""
-    cdef cyarray out = cyarray(shape=(max(n, 1),), itemsize=sizeof(double), format="d", mode="c",
-                               allocate_buffer=False)
-    out.data = <char*> calloc(max(n, 1), sizeof(double))
-    if out.data == NULL:
+    cdef void* p = calloc(max(n, 1), sizeof(double))
+    if p == NULL:
         raise MemoryError()
-    out.callback_free_data = free
-    return out if n else out[:0]
+    return _owned(p, max(n, 0))
 
 
-def predict_parsed(Parser parser not None, const double[::1] w not None, int64_t n_cols, int64_t K,
-                   double bias, bint has_bias, list labels not None, list label_texts not None,
-                   bint scores):
+def predict_parsed(Parser parser not None, w, int64_t n_cols, int64_t K, double bias,
+                   bint has_bias, list labels not None, list label_texts not None, bint scores):
     """Predict the rows `parser` holds with a linear model and let them go (the parser keeps its
     buffers for the next rows). Returns (the output's lines as str, the rows whose target is the
     predicted label).
@@ -1048,6 +1159,18 @@ def predict_parsed(Parser parser not None, const double[::1] w not None, int64_t
     label as format_label writes it) or, with `scores`, the reprs of s or of S_1..S_K joined by a
     space.
     """
+    cdef Py_buffer b
+    _acquire(w, &b, c'd', 1, False, b"predict_parsed")
+    try:
+        return _predict_parsed(parser, <const double*> b.buf, b.len // 8, n_cols, K, bias,
+                               has_bias, labels, label_texts, scores)
+    finally:
+        PyBuffer_Release(&b)
+
+
+cdef tuple _predict_parsed(Parser parser, const double* w, Py_ssize_t w_size, int64_t n_cols,
+                           int64_t K, double bias, bint has_bias, list labels, list label_texts,
+                           bint scores):
     cdef Py_ssize_t n = parser.n_rows, i, size = 0, longest = 0, n_labels = len(labels)
     cdef int64_t p, j, k, best, correct = 0
     cdef double v, top
@@ -1064,7 +1187,7 @@ def predict_parsed(Parser parser not None, const double[::1] w not None, int64_t
         raise ValueError("predict_parsed: K >= 1 and n_cols >= 0")
     if n_labels != (2 if K == 1 else K) or len(label_texts) != n_labels:
         raise ValueError("predict_parsed: one label (and its text) per class, two for binary")
-    if w.shape[0] < K * (n_cols + (1 if has_bias else 0)):
+    if w_size < K * (n_cols + (1 if has_bias else 0)):
         raise ValueError("predict_parsed: w is shorter than the model's columns")
     for t in label_texts:
         longest = max(longest, len(<bytes?> t))
