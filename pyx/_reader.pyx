@@ -25,8 +25,8 @@
 # offending token's byte span; Python builds the message (`Parser.error_reason`) while the buffer
 # is still alive.
 
-from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release,
-                             PyObject_GetBuffer)
+from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES,
+                             PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer)
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
@@ -264,6 +264,8 @@ cdef class _Owned:
     cdef Py_ssize_t strides[1]
 
     def __getbuffer__(self, Py_buffer* view, int flags):
+        # what the request asks for and no more: the format only with PyBUF_FORMAT, the shape with
+        # PyBUF_ND, the strides with PyBUF_STRIDES (numpy's frombuffer asks for bytes alone)
         self.shape[0] = self.n
         self.strides[0] = 8
         view.buf = self.ptr
@@ -271,10 +273,12 @@ cdef class _Owned:
         view.len = self.n * 8
         view.readonly = 0
         view.itemsize = 8
-        view.format = "d"
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = b"d"
         view.ndim = 1
-        view.shape = self.shape
-        view.strides = self.strides
+        view.shape = self.shape if (flags & PyBUF_ND) == PyBUF_ND else NULL
+        view.strides = self.strides if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
         view.suboffsets = NULL
         view.internal = NULL
 
