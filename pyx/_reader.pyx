@@ -749,14 +749,12 @@ def weight_lines(buf, Py_ssize_t pos, bint final, Py_ssize_t n_lines, bint spars
     _acquire(buf, &text, c'B', 1, False, b"weight_lines")
     try:
         _acquire(w, &weights, c'd', 1, True, b"weight_lines")
-    except BaseException:
-        PyBuffer_Release(&text)
-        raise
-    try:
-        return _weight_lines(<const char*> text.buf, text.len, pos, final, n_lines, sparse,
-                             <double*> weights.buf, weights.len // 8, at, rows)
+        try:
+            return _weight_lines(<const char*> text.buf, text.len, pos, final, n_lines, sparse,
+                                 <double*> weights.buf, weights.len // 8, at, rows)
+        finally:
+            PyBuffer_Release(&weights)
     finally:
-        PyBuffer_Release(&weights)
         PyBuffer_Release(&text)
 
 
@@ -1060,22 +1058,18 @@ def weight_text(values, index=None):
     with the given indices (>= 0; sparse). The model writer's fast path, the reverse of
     weight_lines: the text of the Python f-strings, without a Python object per weight."""
     cdef Py_buffer v, ix
-    cdef bint sparse = index is not None
     _acquire(values, &v, c'd', 1, False, b"weight_text")
     try:
-        if sparse:
-            _acquire(index, &ix, c'q', 1, False, b"weight_text")
-    except BaseException:
-        PyBuffer_Release(&v)
-        raise
-    try:
-        if sparse and ix.len != v.len:
-            raise ValueError("weight_text: the index and the values differ in length")
-        return _weight_text(<const double*> v.buf, v.len // 8,
-                            <const int64_t*> ix.buf if sparse else NULL)
-    finally:
-        if sparse:
+        if index is None:
+            return _weight_text(<const double*> v.buf, v.len // 8, NULL)
+        _acquire(index, &ix, c'q', 1, False, b"weight_text")
+        try:
+            if ix.len != v.len:
+                raise ValueError("weight_text: the index and the values differ in length")
+            return _weight_text(<const double*> v.buf, v.len // 8, <const int64_t*> ix.buf)
+        finally:
             PyBuffer_Release(&ix)
+    finally:
         PyBuffer_Release(&v)
 
 

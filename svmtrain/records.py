@@ -61,7 +61,8 @@ def _field_hash(compared, qualname):
 
 def _make(cls, frozen, eq):
     cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
-    fields = [f for f in dataclasses.fields(cls) if f.init]
+    every = dataclasses.fields(cls)
+    fields = [f for f in every if f.init]
     names = tuple(f.name for f in fields)
     known = frozenset(names)
     # every field in order, so that the instance's __dict__ keeps the fields' order; a required
@@ -70,8 +71,8 @@ def _make(cls, frozen, eq):
     factories = tuple((f.name, f.default_factory) for f in fields
                       if f.default is MISSING and f.default_factory is not MISSING)
     required = frozenset(f.name for f in fields if f.default is MISSING and f.default_factory is MISSING)
-    compared = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
-    shown = tuple(f.name for f in dataclasses.fields(cls) if f.repr)
+    compared = tuple(f.name for f in every if f.compare)
+    shown = tuple(f.name for f in every if f.repr)
     post_init = getattr(cls, "__post_init__", None) is not None
     qualname = cls.__qualname__
 
@@ -129,15 +130,15 @@ def _make(cls, frozen, eq):
             cls.__hash__ = _field_hash(compared, qualname) if frozen else None
 
     if frozen:
-        every = frozenset(f.name for f in dataclasses.fields(cls))
+        field_names = frozenset(f.name for f in every)
 
         def __setattr__(self, name, value):
-            if type(self) is cls or name in every:
+            if type(self) is cls or name in field_names:
                 raise FrozenInstanceError(f"cannot assign to field {name!r}")
             super(cls, self).__setattr__(name, value)
 
         def __delattr__(self, name):
-            if type(self) is cls or name in every:
+            if type(self) is cls or name in field_names:
                 raise FrozenInstanceError(f"cannot delete field {name!r}")
             super(cls, self).__delattr__(name)
         cls.__setattr__, cls.__delattr__ = __setattr__, __delattr__
