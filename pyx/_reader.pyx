@@ -32,7 +32,7 @@ from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
 from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memchr, memcpy, memcmp, strlen
-from libc.math cimport isfinite, isnan
+from libc.math cimport fabs, isfinite, isnan
 
 cdef extern from *:
     """
@@ -1156,6 +1156,10 @@ def predict_parsed(Parser parser not None, w, int64_t n_cols, int64_t K, double 
     first largest S_k. Columns at or beyond n_cols are ignored. A line is label_texts[k] (bytes, the
     label as format_label writes it) or, with `scores`, the reprs of s or of S_1..S_K joined by a
     space.
+
+    Returns (text, correct, first_predicted, first_true, first_both): the rows whose target is their
+    predicted label, predicted as labels[0], whose target is labels[0], and both (a binary
+    metric's confusion counts of its positive class, BinaryMetric's).
     """
     cdef Py_buffer b
     _acquire(w, &b, c'd', 1, False, b"predict_parsed")
@@ -1170,7 +1174,7 @@ cdef tuple _predict_parsed(Parser parser, const double* w, Py_ssize_t w_size, in
                            int64_t K, double bias, bint has_bias, list labels, list label_texts,
                            bint scores):
     cdef Py_ssize_t n = parser.n_rows, i, size = 0, longest = 0, n_labels = len(labels)
-    cdef int64_t p, j, k, best, correct = 0
+    cdef int64_t p, j, k, best, correct = 0, first_predicted = 0, first_true = 0, first_both = 0
     cdef double v, top
     cdef const int64_t* ip = parser.indptr
     cdef const int64_t* ind = parser.indices
@@ -1190,7 +1194,7 @@ cdef tuple _predict_parsed(Parser parser, const double* w, Py_ssize_t w_size, in
     for t in label_texts:
         longest = max(longest, len(<bytes?> t))
     if n == 0:
-        return "", 0
+        return "", 0, 0, 0, 0
     S = <double*> malloc(K * sizeof(double))
     label = <double*> malloc(n_labels * sizeof(double))
     text = <const char**> malloc(n_labels * sizeof(char*))
@@ -1227,6 +1231,9 @@ cdef tuple _predict_parsed(Parser parser, const double* w, Py_ssize_t w_size, in
                             top = S[k]
                             best = k
                 correct += label[best] == target[i]
+                first_predicted += best == 0
+                first_true += target[i] == label[0]
+                first_both += best == 0 and target[i] == label[0]
                 if scores:
                     for k in range(K):
                         if k:
@@ -1242,7 +1249,107 @@ cdef tuple _predict_parsed(Parser parser, const double* w, Py_ssize_t w_size, in
         free(S); free(label); free(text); free(text_len)
     parser.n_rows = 0
     parser.nnz = 0
-    return taken_text(buf, size), correct
+    return taken_text(buf, size), correct, first_predicted, first_true, first_both
+
+
+cdef inline void _add_regression(double* s, double y, double v) noexcept nogil:
+    """One row's terms of RegressionSums, in their order (LIBLINEAR's predict sums these)."""
+    cdef double e = y - v
+    s[0] += e * e
+    s[1] += fabs(e)
+    s[2] += y
+    s[3] += v
+    s[4] += y * y
+    s[5] += v * v
+    s[6] += y * v
+
+
+cdef class RegressionSums:
+    """The sums a regression metric is made of, over the rows in file order, one row at a time:
+    (sum e^2, sum |e|, sum y, sum v, sum y^2, sum v^2, sum y v), with v the prediction and
+    e = y - v. One loop, here, serves both predict paths (RegressionMetric.add on the full path,
+    regress_parsed on the lean one), so their metric lines are the same bytes whatever the blocks
+    the rows came in."""
+
+    cdef double s[7]
+
+    def __cinit__(self):
+        cdef int k
+        for k in range(7):
+            self.s[k] = 0.0
+
+    def add(self, targets, predictions):
+        """Add the rows of two equal-length float64 arrays (targets y, predictions v)."""
+        cdef Py_buffer by, bv
+        cdef Py_ssize_t i, n
+        cdef const double* y
+        cdef const double* v
+        _acquire(targets, &by, c'd', 1, False, b"RegressionSums.add")
+        try:
+            _acquire(predictions, &bv, c'd', 1, False, b"RegressionSums.add")
+            try:
+                n = by.len // 8
+                if bv.len // 8 != n:
+                    raise ValueError("RegressionSums.add: one prediction per target")
+                y = <const double*> by.buf
+                v = <const double*> bv.buf
+                with nogil:
+                    for i in range(n):
+                        _add_regression(self.s, y[i], v[i])
+            finally:
+                PyBuffer_Release(&bv)
+        finally:
+            PyBuffer_Release(&by)
+
+    @property
+    def values(self):
+        """The seven sums, as a tuple of floats."""
+        return tuple(self.s[k] for k in range(7))
+
+
+def regress_parsed(Parser parser not None, w, int64_t n_cols, double bias, bint has_bias,
+                   RegressionSums sums not None):
+    """Predict the rows `parser` holds with a linear regression model and let them go: v = w.x
+    (+ w[n_cols] * bias), columns at or beyond n_cols ignored, as csr_scores computes it; each row
+    adds (its target, v) to `sums`. Returns the output's lines, repr(v) each (format_lines')."""
+    cdef Py_buffer b
+    cdef Py_ssize_t n = parser.n_rows, i, size = 0
+    cdef int64_t p, j
+    cdef double v
+    cdef const int64_t* ip = parser.indptr
+    cdef const int64_t* ind = parser.indices
+    cdef const double* val = parser.data
+    cdef const double* target = parser.target
+    cdef const double* wp
+    cdef char* buf
+    if n_cols < 0:
+        raise ValueError("regress_parsed: n_cols >= 0")
+    _acquire(w, &b, c'd', 1, False, b"regress_parsed")
+    try:
+        if b.len // 8 < n_cols + (1 if has_bias else 0):
+            raise ValueError("regress_parsed: w is shorter than the model's columns")
+        if n == 0:
+            return ""
+        wp = <const double*> b.buf
+        buf = text_buffer(n * (MAX_REPR + 1))
+        with nogil:
+            for i in range(n):
+                v = 0.0
+                for p in range(ip[i], ip[i + 1]):
+                    j = ind[p]
+                    if 0 <= j < n_cols:
+                        v += wp[j] * val[p]
+                if has_bias:
+                    v += wp[n_cols] * bias
+                _add_regression(sums.s, target[i], v)
+                size += put_repr(buf + size, v)
+                buf[size] = c'\n'
+                size += 1
+    finally:
+        PyBuffer_Release(&b)
+    parser.n_rows = 0
+    parser.nnz = 0
+    return taken_text(buf, size)
 
 
 def _floor_logs(int q):

@@ -5,21 +5,23 @@ LIBLINEAR's `predict` tags a9a's test file in 0.03 s. So the console script (svm
 first offers a predict command line to `run` here. It takes it when the command is of the plain
 form
 
-    svmtrain predict [--scores] [-q|--quiet] TEST_FILE MODEL_FILE [OUTPUT]
+    svmtrain predict [--scores] [--json] [-q|--quiet] TEST_FILE MODEL_FILE [OUTPUT]
 
-with a plain (uncompressed) TEST_FILE of at most LEAN_BYTES and a binary or multiclass linear model
-in svmtrain's format as svmtrain writes it (the header's keys in their order, each value spelled as
-the writer spells it, no training-control keys), or a binary model in LIBLINEAR's format as its
-save_model writes it. The file is parsed by the reader's C parser and
-its rows are scored, labelled and written as text where they lie (`_reader.predict_parsed`); the
-output and the metric line are the bytes the full path writes.
+with a TEST_FILE that is a regular file, plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES
+of text, and a binary, multiclass or regression linear model in svmtrain's format as svmtrain
+writes it (the header's keys in their order, each value spelled as the writer spells it, training
+controls included), or a binary model in LIBLINEAR's format as its save_model writes it. The text
+is parsed by the reader's C parser and its rows are scored, labelled and written as text where
+they lie (`_reader.predict_parsed`, `_reader.regress_parsed`); the output, the metric line and
+--json's object are the bytes the full path writes.
 
 Anything else, and anything unexpected on the way (a model or data line the full path would
 refuse, or read in a way of its own), is not judged here: `run` returns None, having written
 nothing (the output goes to a temporary file, standard output's text is held until the end), and
 the command runs through click and svmtrain.api, which accept it or say what is wrong. A model the
 lean reader accepts is one the full reader reads to the same weights (tests/test_lean_predict.py
-checks this on every model kind it takes and on thousands of corrupted files).
+checks this on every model kind it takes and on thousands of corrupted files). Standard input
+stays with the full path: what was read of it could not be handed back.
 """
 
 import math
@@ -27,8 +29,9 @@ import os
 import stat
 import sys
 
-#: the largest test file predicted here: start-up is what a small file's predict costs; above
-#: this the full path's progress bar and streaming to standard output matter more
+#: the most text (after decompression) predicted here: start-up is what a small file's predict
+#: costs; above this the full path's progress bar and streaming to standard output matter more.
+#: A compressed file is declined when its text turns out longer, before anything is written
 LEAN_BYTES = 64 << 20
 #: ... and when the predictions go to standard output, where they are held until the end
 LEAN_STDOUT_BYTES = 8 << 20
@@ -36,7 +39,7 @@ LEAN_STDOUT_BYTES = 8 << 20
 LEAN_MODEL_BYTES = 16 << 20
 _READ = 1 << 20                 # input bytes per parse, as svmtrain.data.STREAM_BLOCK
 
-_FLAGS = {"--scores": "scores", "-q": "quiet", "--quiet": "quiet"}
+_FLAGS = {"--scores": "scores", "--json": "json", "-q": "quiet", "--quiet": "quiet"}
 _MODES = ("n-slack", "1-slack", "online-dual")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-")
 
@@ -51,23 +54,27 @@ def run(args):
     parsed = _command(args)
     if parsed is None:
         return None
-    test, model_path, output, scores, quiet = parsed
+    test, model_path, output, flags = parsed
+    to_stdout = output in (None, "-")
+    if flags["json"] and to_stdout:
+        return None            # (the full path says why: --json prints on standard output)
     try:
-        to_stdout = output in (None, "-")
         model = read_model(model_path)
-        if model is None or not _plain_file(test, LEAN_STDOUT_BYTES if to_stdout else LEAN_BYTES):
+        limit = LEAN_STDOUT_BYTES if to_stdout else LEAN_BYTES
+        kind = _input_kind(test, limit)
+        if model is None or kind is None:
             return None
         if not to_stdout and (output == "" or os.path.isdir(output)):
             return None
         if to_stdout:
             pieces = []
-            correct, total = _predict(test, model, scores, pieces.append)
+            metric = _predict(test, kind, limit, model, flags["scores"], pieces.append)
             from svmtrain._stdout import say
             say("".join(pieces), 141)      # (the full path's status for a broken pipe)
         else:
             from svmtrain.atomic import atomic_output
             with atomic_output(output, "w") as out:
-                correct, total = _predict(test, model, scores, out.write)
+                metric = _predict(test, kind, limit, model, flags["scores"], out.write)
     except Exception:
         # _NotHere, or what the full path names better (a file that cannot be read or written,
         # memory): nothing was written, and the full path says what is wrong or does it its way
@@ -75,21 +82,21 @@ def run(args):
     except KeyboardInterrupt:
         print("svmtrain: interrupted; no output was written", file=sys.stderr)
         return 130
-    if not quiet:
-        # BinaryMetric.line and AccuracyMetric.line
-        accuracy = correct / total if total else 0.0
-        print("Accuracy = %g%% (%d/%d)" % (100.0 * accuracy, correct, total), file=sys.stderr)
+    if flags["json"]:
+        print(metric.json())
+    elif not flags["quiet"]:
+        print(metric.line(), file=sys.stderr)
     return 0
 
 
 def _command(args):
-    """(test, model, output, scores, quiet) of a plain predict command line, else None."""
-    flags, positional = {"scores": False, "quiet": False}, []
+    """(test, model, output, flags) of a plain predict command line, else None."""
+    flags, positional = {"scores": False, "json": False, "quiet": False}, []
     for a in args:
         if a in _FLAGS:
             flags[_FLAGS[a]] = True
         elif a.startswith("-") and a != "-":
-            return None          # --json, --workers, --help, --, ...: click's
+            return None          # --workers, --help, --, ...: click's
         else:
             positional.append(a)
     if len(positional) not in (2, 3) or positional[0] == "-" or positional[1] == "-":
@@ -99,20 +106,33 @@ def _command(args):
         return None
     test, model = positional[:2]
     output = positional[2] if len(positional) == 3 else None
-    return test, model, output, flags["scores"], flags["quiet"]
+    return test, model, output, flags
+
+
+#: svmtrain.data._MAGIC: how the full path knows a compressed file
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+
+
+def _input_kind(path, limit):
+    """"plain", "gzip", "bz2" or "xz" for a regular file (a plain one of at most `limit` bytes),
+    else None."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return None
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    return "plain" if st.st_size <= limit else None
 
 
 def _plain_file(path, limit):
     """A regular file of at most `limit` bytes that is not compressed."""
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return False
-        with open(path, "rb") as f:
-            head = f.read(6)
-    except OSError:
-        return False
-    return not head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ"))
+    return _input_kind(path, limit) == "plain"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,10 +140,13 @@ def _plain_file(path, limit):
 
 
 class LeanModel:
-    __slots__ = ("w", "n_cols", "K", "bias", "labels", "index_base")
+    """A linear model's weights (feature-major, as _reader.predict_parsed reads them) and what
+    prediction needs of its header; K is 1 for binary and regression models."""
 
-    def __init__(self, w, n_cols, K, bias, labels, index_base):
-        self.w, self.n_cols, self.K, self.bias = w, n_cols, K, bias
+    __slots__ = ("task", "w", "n_cols", "K", "bias", "labels", "index_base")
+
+    def __init__(self, task, w, n_cols, K, bias, labels, index_base):
+        self.task, self.w, self.n_cols, self.K, self.bias = task, w, n_cols, K, bias
         self.labels, self.index_base = labels, index_base
 
 
@@ -195,6 +218,38 @@ def _count(tok):
     return _int(tok, 0)
 
 
+def _pairs(key, value):
+    """model._pairs_kind's `key:value ...` as its writer spells them (keys increasing)."""
+    def check(rest):
+        pairs = []
+        for tok in rest.split(" "):
+            k, sep, v = tok.partition(":")
+            if not sep:
+                raise _NotHere
+            pairs.append((key(k), value(v)))
+        if any(a[0] >= b[0] for a, b in zip(pairs, pairs[1:])):
+            raise _NotHere
+        return pairs
+    return check
+
+
+def _path(rest):
+    """model._check_path's file name, as the reader joins its tokens (single spaces)."""
+    if not rest or rest.split() != rest.split(" "):
+        raise _NotHere
+    return rest
+
+
+_SPEC_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz,-")
+
+
+def _spec(rest):
+    """model._check_spec's feature list, [0-9a-z,-]+."""
+    if not rest or not _SPEC_CHARS.issuperset(rest):
+        raise _NotHere
+    return rest
+
+
 # model.HEADER_KEYS as model._keys_of lists them for a binary model, after `task`, each with the
 # check of its kind; `labels` is read apart. A multiclass model adds the task's keys at the end.
 _HEADER = (("mode", _word(_MODES)), ("solver", _solver), ("C", _positive), ("bias", _bias),
@@ -203,7 +258,18 @@ _HEADER = (("mode", _word(_MODES)), ("solver", _solver), ("C", _positive), ("bia
            ("relative_gap", _float), ("examples", _count), ("seed", _int), ("epochs", _count))
 _TASK_HEADER = {"binary": (),
                 "multiclass": (("loss", _word(("zero-one", "hamming"))),
-                               ("rescaling", _word(("margin", "slack"))))}
+                               ("rescaling", _word(("margin", "slack")))),
+                "regression": (("p", _non_negative),)}
+# the training controls (model.HEADER_KEYS' last keys, each written only when used): they change
+# how w was trained, not how it predicts; values whose lines hold spaces are read whole (`rest`)
+_CONTROLS = (("class_weights", _pairs(_model_label, _positive)),
+             ("example_weights", _path),
+             ("example_weights_crc32", _count),
+             ("bias_reg", _positive),
+             ("nonneg", _spec),
+             ("reg_scale", _pairs(_count, _positive)),
+             ("prior", _pairs(_count, _float)))
+_SPACED = ("class_weights", "example_weights", "reg_scale", "prior")
 
 
 def read_model(path):
@@ -261,28 +327,39 @@ def _parse(data):
         raise _NotHere
     task = task_line[1]
     values = {}
-    for key, check in _HEADER + _TASK_HEADER[task]:
-        name, _, rest = line().partition(" ")
+    text = line()
+    for key, check in _HEADER + _TASK_HEADER[task] + _CONTROLS:
+        if key == "labels" and task == "regression":
+            continue
+        name, _, rest = text.partition(" ")
         if name != key:
-            raise _NotHere         # another key here (a training control), or another order
+            if any(key == k for k, _ in _CONTROLS):
+                continue               # (each control is written only when used)
+            raise _NotHere             # another key here, or another order
         if key == "labels":
             values[key] = [_model_label(t) for t in rest.split(" ")]
-            continue
-        if " " in rest:
+        elif key in _SPACED:
+            values[key] = check(rest)
+        elif " " in rest:
             raise _NotHere
-        values[key] = check(rest)
-    labels = values["labels"]
-    K = len(labels)
-    if (K != 2 if task == "binary" else K < 2) or len(set(labels)) != K:
+        else:
+            values[key] = check(rest)
+        text = line()
+    labels = values.get("labels", [])
+    K = len(labels) if task == "multiclass" else 1
+    if task != "regression" and ((len(labels) != 2 if task == "binary" else K < 2)
+                                 or len(set(labels)) != len(labels)):
         raise _NotHere
     n_cols, bias = values["features"], values["bias"]
     width = n_cols + (bias is not None)
-    size = width * (K if task == "multiclass" else 1)
-    spec = line().split(" ")
+    size = width * K
+    spec = text.split(" ")
     if len(spec) != 3 or spec[0] != "weights" or spec[1] not in ("dense", "sparse"):
         raise _NotHere
     if size > LEAN_MODEL_BYTES // 2:
         raise _NotHere      # (more weights than a dense body read here can hold: w's memory)
+    if "prior" in values and values["prior"][-1][0] >= size:
+        raise _NotHere      # (the full reader: an index past the weights)
     sparse = spec[1] == "sparse"
     if sparse:
         n_lines = _int(spec[2], 0)
@@ -292,10 +369,8 @@ def _parse(data):
         n_lines = size
         if spec[2] != (f"{K}x{width}" if task == "multiclass" else str(width)):
             raise _NotHere
-    w = _weights(data, line.pos, size, n_lines, sparse, K if task == "multiclass" else 1,
-                 b"end\n")
-    return LeanModel(w, n_cols, K if task == "multiclass" else 1, bias, labels,
-                     values["index_base"])
+    w = _weights(data, line.pos, size, n_lines, sparse, K, b"end\n")
+    return LeanModel(task, w, n_cols, K, bias, labels, values["index_base"])
 
 
 # model._parse_liblinear's binary models as LIBLINEAR's save_model writes them: its keys in its
@@ -330,40 +405,110 @@ def _parse_liblinear(line, first):
     if size > LEAN_MODEL_BYTES // 2:
         raise _NotHere
     w = _weights(line.data, line.pos, size, size, False, 1, b"")
-    return LeanModel(w, n_cols, 1, bias, labels, 1)
+    return LeanModel("binary", w, n_cols, 1, bias, labels, 1)
 
 
 # ---------------------------------------------------------------------------------------------
 # The data: svmtrain.data's reading loop for a plain file, the rows scored as each piece is parsed
 
 
-def _predict(path, model, scores, write):
-    """Write the predictions of the file's rows; (rows predicted right, rows)."""
+class _Accuracy:
+    """BinaryMetric's and AccuracyMetric's figures (svmtrain.tasks.binary, .multiclass), from the
+    counts _reader.predict_parsed returns."""
+
+    def __init__(self, binary):
+        self.binary = binary
+        self.correct = self.total = self.first_predicted = self.first_true = self.first_both = 0
+
+    def add(self, parsed, n_rows):
+        _, correct, first_predicted, first_true, first_both = parsed
+        self.total += n_rows
+        self.correct += correct
+        self.first_predicted += first_predicted
+        self.first_true += first_true
+        self.first_both += first_both
+
+    def line(self):
+        accuracy = self.correct / self.total if self.total else 0.0
+        return "Accuracy = %g%% (%d/%d)" % (100.0 * accuracy, self.correct, self.total)
+
+    def json(self):
+        """json.dumps of the metric's summary(), whose floats and ints print as repr."""
+        accuracy = self.correct / self.total if self.total else 0.0
+        text = '{"accuracy": %r, "correct": %r, "total": %r' % (accuracy, self.correct, self.total)
+        if self.binary:
+            tp = self.first_both
+            fp, fn = self.first_predicted - tp, self.first_true - tp
+            precision = tp / (tp + fp) if tp + fp else 0.0
+            recall = tp / (tp + fn) if tp + fn else 0.0
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            text += ', "precision": %r, "recall": %r, "f1": %r' % (precision, recall, f1)
+        return text + "}"
+
+
+class _Regression:
+    """RegressionMetric's figures (svmtrain.tasks.regression), from the same RegressionSums."""
+
+    def __init__(self):
+        from svmtrain._reader import RegressionSums
+        self.sums = RegressionSums()
+        self.n = 0
+
+    def summary(self):
+        # RegressionMetric.summary's arithmetic, in its order
+        n = self.n
+        se, ae, sy, sv, syy, svv, syv = self.sums.values
+        num = (n * syv - sy * sv) ** 2
+        den = (n * syy - sy * sy) * (n * svv - sv * sv)
+        return (se / n if n else 0.0, ae / n if n else 0.0, num / den if den > 0 else 0.0)
+
+    def line(self):
+        return ("Mean squared error = %g (regression)\nMean absolute error = %g (regression)\n"
+                "Squared correlation coefficient = %g (regression)" % self.summary())
+
+    def json(self):
+        return '{"mse": %r, "mae": %r, "squared_correlation": %r, "total": %r}' % (
+            *self.summary(), self.n)
+
+
+def _predict(path, kind, limit, model, scores, write):
+    """Write the predictions of the file's rows; the metric (_Accuracy or _Regression)."""
     from svmtrain import _reader
+    regression = model.task == "regression"
+    metric = _Regression() if regression else _Accuracy(model.task == "binary")
     texts = [label_text(x).encode("ascii") for x in model.labels]
     labels = model.labels
     bias = 0.0 if model.bias is None else model.bias
     parser = _reader.Parser(model.index_base == 0, 1)
-    correct = total = 0
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        buf = bytearray(min(_READ, size + 1))
-        n, eof = 0, False
+    raw = open(path, "rb")
+    try:
+        f = raw if kind == "plain" else _decompressor(kind, raw)
+        buf = bytearray(min(_READ, os.fstat(raw.fileno()).st_size + 1) if kind == "plain"
+                        else _READ)
+        n, eof, text_bytes = 0, False, 0
         while True:
             view = memoryview(buf)
             while n < len(buf) and not eof:
                 k = f.readinto(view[n:])
                 eof = k == 0
                 n += k
+                text_bytes += k
+            if text_bytes > limit:
+                raise _NotHere                   # (a compressed file's text: the full path's)
             consumed, _, err = parser.parse(view[:n], eof)
             view.release()
             if err:
                 raise _NotHere                   # the full path names the line
-            total += parser.n_rows
-            text, right = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
-                                                 model.bias is not None, labels, texts, scores)
-            correct += right
-            write(text)
+            rows = parser.n_rows
+            if regression:
+                metric.n += rows
+                write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
+                                             model.bias is not None, metric.sums))
+            else:
+                parsed = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
+                                                model.bias is not None, labels, texts, scores)
+                metric.add(parsed, rows)
+                write(parsed[0])
             if consumed:
                 buf[: n - consumed] = buf[consumed:n]
                 n -= consumed
@@ -373,4 +518,21 @@ def _predict(path, model, scores, write):
                 buf.extend(bytes(len(buf)))      # one line longer than the buffer
             if eof and n == 0:
                 break
-    return correct, total
+        if f is not raw:
+            f.close()
+    finally:
+        raw.close()
+    return metric
+
+
+def _decompressor(kind, raw):
+    """svmtrain.data._decompressor's stream over `raw`, on the same defaults, so that both paths
+    read the same text."""
+    if kind == "gzip":
+        import gzip
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == "bz2":
+        import bz2
+        return bz2.BZ2File(raw, mode="rb")
+    import lzma
+    return lzma.LZMAFile(raw, mode="rb")

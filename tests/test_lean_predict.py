@@ -25,6 +25,8 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 HEART = os.path.join(DATA, "heart_scale")
 PENDIGITS = os.path.join(DATA, "pendigits_scale.train.sample")
 PENDIGITS_TEST = os.path.join(DATA, "pendigits_scale.test.sample")
+CPUSMALL = os.path.join(DATA, "cpusmall_scale.train.sample")
+CPUSMALL_TEST = os.path.join(DATA, "cpusmall_scale.test.sample")
 
 # the console script's entry, reporting at exit whether numpy was imported (the lean path ran)
 _CONSOLE = """
@@ -79,25 +81,113 @@ def train(tmp_path, data, name, *options):
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("models")
-    return {
+    weights = d / "weights"
+    weights.write_text("".join(f"{0.5 + (i % 3) / 2}\n" for i in range(270)))
+    scale = d / "scale"
+    scale.write_text("1:2.0\n4:0.5\n")
+    models = {
         "binary": train(d, HEART, "binary"),
         "binary bias": train(d, HEART, "binary_bias", "-B", "1"),
         "binary 1-slack": train(d, HEART, "binary_1slack", "-m", "1-slack"),
         "binary online": train(d, HEART, "binary_online", "-m", "online-dual"),
         "multiclass": train(d, PENDIGITS, "multiclass", "-t", "multiclass"),
         "multiclass bias": train(d, PENDIGITS, "multiclass_bias", "-t", "multiclass", "-B", "0.5"),
+        "regression": train(d, CPUSMALL, "regression", "-t", "regression"),
+        "regression bias": train(d, CPUSMALL, "regression_bias", "-t", "regression", "-B", "1",
+                                 "-p", "0.05"),
+        # the training controls, each a key of its own in the model's header
+        "binary weighted": train(d, HEART, "binary_weighted", "-w", "1", "2", "-w", "-1", "0.5",
+                                 "--weights", str(weights)),
+        "binary constrained": train(d, HEART, "binary_constrained", "-B", "1", "--bias-reg", "4",
+                                    "--nonneg", "1-5,bias", "--reg-scale", str(scale)),
+        "multiclass weighted": train(d, PENDIGITS, "multiclass_weighted", "-t", "multiclass",
+                                     "--class-weight", "balanced"),
     }
+    models["binary prior"] = train(d, HEART, "binary_prior", "--prior", models["binary"])
+    return models
 
 
-@pytest.mark.parametrize("kind", ["binary", "binary bias", "binary 1-slack", "binary online",
-                                  "multiclass", "multiclass bias"])
+def _test_file(kind):
+    return (PENDIGITS_TEST if kind.startswith("multiclass") else
+            CPUSMALL_TEST if kind.startswith("regression") else HEART)
+
+
+KINDS = ["binary", "binary bias", "binary 1-slack", "binary online", "multiclass",
+         "multiclass bias", "regression", "regression bias", "binary weighted",
+         "binary constrained", "binary prior", "multiclass weighted"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("scores", [False, True])
 def test_the_lean_path_writes_what_the_full_path_writes(tmp_path, models, kind, scores):
-    test = PENDIGITS_TEST if kind.startswith("multiclass") else HEART
-    args = [test, models[kind], "out"] + (["--scores"] if scores else [])
+    args = [_test_file(kind), models[kind], "out"] + (["--scores"] if scores else [])
     imported, status, out, err, written = both(args, tmp_path, output="out")
-    assert not imported and status == 0
-    assert err.startswith("Accuracy = ") and written
+    assert not imported and status == 0 and written
+    if kind.startswith("regression"):
+        assert err.startswith("Mean squared error = ") and "Squared correlation" in err
+    else:
+        assert err.startswith("Accuracy = ")
+
+
+def test_the_models_hold_the_controls(models):
+    """(what the lean reader is shown above: each control's key is in its model)"""
+    for kind, keys in (("binary weighted", ["class_weights", "example_weights",
+                                            "example_weights_crc32"]),
+                       ("binary constrained", ["bias_reg", "nonneg", "reg_scale"]),
+                       ("binary prior", ["prior"]), ("multiclass weighted", ["class_weights"])):
+        with open(models[kind]) as f:
+            header = [line.split(" ")[0] for line in f]
+        assert all(k in header for k in keys), kind
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass", "regression bias", "binary weighted"])
+def test_json_is_the_full_paths(tmp_path, models, kind):
+    for extra in ([], ["-q"], ["--scores"]):
+        imported, status, out, err, written = both(
+            ["--json", _test_file(kind), models[kind], "out", *extra], tmp_path, output="out")
+        assert not imported and status == 0 and err == "" and written
+        metrics = json.loads(out)
+        assert metrics["total"] == written.count(b"\n")
+        if kind.startswith("binary"):
+            assert set(metrics) == {"accuracy", "correct", "total", "precision", "recall", "f1"}
+    # --json prints on standard output: the predictions must go to a file (the full path says so)
+    # (click refuses it before numpy is imported)
+    _, status, _, err, _ = both(["--json", HEART, models["binary"]], tmp_path)
+    assert status == 2 and "--json" in err
+
+
+@pytest.mark.parametrize("compress", ["gzip", "bz2", "lzma"])
+@pytest.mark.parametrize("kind", ["binary", "regression"])
+def test_compressed_test_files(tmp_path, models, compress, kind):
+    module = __import__(compress)
+    packed = tmp_path / "test.packed"
+    with open(_test_file(kind), "rb") as f, module.open(packed, "wb") as g:
+        shutil.copyfileobj(f, g)
+    imported, status, _, err, written = both([str(packed), models[kind], "out"], tmp_path,
+                                             output="out")
+    assert not imported and status == 0 and written
+    _, _, _, _, plain = both([_test_file(kind), models[kind], "out"], tmp_path, output="out")
+    assert written == plain
+    # a broken stream: the full path's message, no file
+    data = packed.read_bytes()
+    packed.write_bytes(data[: len(data) // 2] + bytes(64) + data[len(data) // 2:])
+    imported, status, _, err, written = both([str(packed), models[kind], "out"], tmp_path,
+                                             output="out")
+    assert imported and status == 2 and "test.packed" in err and written is None
+
+
+def test_compressed_text_longer_than_the_lean_limit_goes_to_the_full_path(tmp_path, models,
+                                                                          monkeypatch):
+    packed = tmp_path / "heart.xz"
+    with open(HEART, "rb") as f, __import__("lzma").open(packed, "wb") as g:
+        shutil.copyfileobj(f, g)
+    monkeypatch.setattr(lean_predict, "LEAN_BYTES", 5000)      # heart_scale: 27,669 bytes
+    monkeypatch.setattr(lean_predict, "_READ", 1024)
+    assert lean_predict.run([str(packed), models["binary"], str(tmp_path / "out")]) is None
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(lean_predict, "LEAN_BYTES", 1 << 20)
+    assert lean_predict.run([str(packed), models["binary"], str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out").read_bytes().count(b"\n") == 270
 
 
 @pytest.fixture(scope="module")
@@ -176,18 +266,23 @@ def test_a_file_read_in_pieces_and_a_line_longer_than_a_piece(tmp_path, models, 
 
 
 def test_what_the_lean_path_declines_the_full_path_runs(tmp_path, models):
-    gz = tmp_path / "heart.gz"
-    with open(HEART, "rb") as f, gzip.open(gz, "wb") as g:
-        shutil.copyfileobj(f, g)
-    regression = train(tmp_path, os.path.join(DATA, "cpusmall_scale.train.sample"), "reg",
-                       "-t", "regression")
-    weighted = train(tmp_path, HEART, "weighted", "-w", "1", "2")
-    for args in ([str(gz), models["binary"], "out"],                      # compressed
-                 [HEART, models["binary"], "out", "--json"],              # a flag of click's
-                 [os.path.join(DATA, "cpusmall_scale.test.sample"), regression, "out"],
-                 [HEART, weighted, "out"]):                               # a training control
+    ranking = train(tmp_path, os.path.join(DATA, "ohsumed.train.sample"), "rank", "-t", "ranking")
+    budgeted = train(tmp_path, HEART, "budgeted", "-m", "budgeted", "--budget", "20")
+    with open(HEART, "rb") as f:
+        stdin = f.read()
+    for args, feed in ((["--", HEART, models["binary"], "out"], None),             # click's
+                       ([os.path.join(DATA, "ohsumed.test.sample"), ranking, "out"], None),
+                       ([HEART, budgeted, "out"], None),                          # a kernel model
+                       (["-", models["binary"], "out"], stdin)):                  # standard input
+        if feed is not None:
+            results = [subprocess.run([sys.executable, "-c", code, "predict", *args],
+                                      input=feed, capture_output=True, cwd=tmp_path)
+                       for code in (_CONSOLE, _CLICK)]
+            assert results[0].stderr.splitlines()[-1] == b"True"
+            assert results[0].returncode == results[1].returncode == 0
+            continue
         imported, status, out, err, written = both(args, tmp_path, output="out")
-        assert imported and status == 0 and written, args
+        assert imported and written, args
 
 
 def test_bad_input_gets_the_full_paths_message_and_no_file(tmp_path, models):
@@ -237,7 +332,10 @@ def _same_model(lean, text):
 _TOKENS = ["1", "1.0", "-1", "-1.0", "-0.0", "0", "0.0", "2.0", "01", "+1", "1e400", "1e5", "100000.0", "nan", "inf",
            "-inf", "1_0", "0x10", "x", "", "none", "0.5", "2", "3x124", "123", "124", "dense",
            "sparse", "end", "\u0661", "1e-05", "1.5e+300", "-", "9" * 20, "3:0.5", "0:1.0",
-           "0.10000000000000001", "L2R_LR", "MCSVM_CS", "w", "nr_class", "-2", "13", "14"]
+           "0.10000000000000001", "L2R_LR", "MCSVM_CS", "w", "nr_class", "-2", "13", "14",
+           # a training control's pairs and words
+           "1:-2.0", "1:0.0", "-1:2.0", "x:1.0", "1:2.0:3", "1:", ":1.0", "13:1.0", "14:1.0",
+           "1:1e400", "-0.0:1.0", "all", "bias", "1-5", "A", "1,,2", "prior", "class_weights"]
 
 
 def _mutations(text, rng):
@@ -270,11 +368,17 @@ def _mutations(text, rng):
     else:
         lines.insert(i, rng.choice(["class_weights 1:2.0", "prior 0:1.0", "p 0.1",
                                     "loss hamming", "averaged 2", "end", "weights dense 3",
-                                    "rho 0.5", "nr_class 2", "bias 1", "w", "0.5 "]))
+                                    "rho 0.5", "nr_class 2", "bias 1", "w", "0.5 ",
+                                    "class_weights -1:0.5 1:2.0", "class_weights 1:2.0 1:3.0",
+                                    "bias_reg 2.0", "nonneg all", "nonneg 1-3,bias",
+                                    "example_weights w file", "example_weights_crc32 5",
+                                    "reg_scale 0:1.0 2:3.0", "prior 13:1.0", "prior 99:1.0",
+                                    "labels 1 -1", "task_name x"]))
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("kind", ["binary", "binary bias", "multiclass bias"])
+@pytest.mark.parametrize("kind", ["binary", "binary bias", "multiclass bias", "regression bias",
+                                  "binary weighted", "binary constrained", "binary prior"])
 def test_the_lean_model_reader_accepts_only_what_reads_the_same(models, kind):
     with open(models[kind]) as f:
         text = f.read()

@@ -247,3 +247,29 @@ def test_a_block_of_labels_is_written_as_each_label_is():
         for labels in (rng.choice(few, 500), rng.choice(few, 20), rng.normal(size=300)):
             expected = "".join(format_label(v) + "\n" for v in labels)
             assert task.format_lines(labels) == expected
+
+
+def test_regression_metric_sums_rows_in_file_order_whatever_the_blocks():
+    """RegressionMetric adds one row at a time (the sums LIBLINEAR's predict makes): blocks of
+    any size give the same bits, and the figures are those of plain sequential sums."""
+    from types import SimpleNamespace
+    from svmtrain.tasks.regression import RegressionMetric
+    rng = np.random.default_rng(5)
+    # targets exact in float32, as the reader keeps them narrow when they are (cut 7 below)
+    y = (rng.normal(size=1001) * 1e3).astype(np.float32).astype(np.float64)
+    v = y + rng.normal(size=1001)
+    summaries = []
+    for cut in (1001, 1, 7, 333):
+        metric = RegressionMetric()
+        for a in range(0, len(y), cut):
+            metric.add(v[a:a + cut], SimpleNamespace(target=y[a:a + cut].astype(np.float32)
+                                                     if cut == 7 else y[a:a + cut]))
+        summaries.append((metric.summary(), metric.line()))
+    first = summaries[0]
+    assert all(s == first for s in summaries[1:3])
+    se = ae = 0.0
+    for a, b in zip(y.tolist(), v.tolist()):
+        se += (a - b) * (a - b)
+        ae += abs(a - b)
+    assert summaries[3][0]["mse"] == se / 1001 and summaries[3][0]["mae"] == ae / 1001
+    assert first[0]["total"] == 1001 and 0.99 < first[0]["squared_correlation"] <= 1

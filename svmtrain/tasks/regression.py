@@ -56,22 +56,24 @@ class Regression(PredictsScores, Task):
 
 
 class RegressionMetric:
-    """Mean squared and absolute error and the squared correlation, as LIBLINEAR reports them."""
+    """Mean squared and absolute error and the squared correlation, as LIBLINEAR reports them: from
+    sums over the rows in file order, one row at a time (_reader.RegressionSums, which predict's
+    lean path adds to in the same loop), so the line does not depend on how the rows were cut into
+    blocks."""
 
     def __init__(self):
+        from svmtrain._reader import RegressionSums
         self.n = 0
-        self.sums = np.zeros(7)   # e^2, |e|, y, v, y^2, v^2, y v  (v: prediction)
+        self._sums = RegressionSums()
 
     def add(self, predictions, block):
-        y, v = block.target, np.asarray(predictions, dtype=np.float64)
-        e = y - v
+        y = np.ascontiguousarray(block.target, dtype=np.float64)
         self.n += len(y)
-        self.sums += [np.dot(e, e), np.abs(e).sum(), y.sum(), v.sum(), np.dot(y, y), np.dot(v, v),
-                      np.dot(y, v)]
+        self._sums.add(y, np.ascontiguousarray(predictions, dtype=np.float64))
 
     def summary(self):
         n = self.n
-        se, ae, sy, sv, syy, svv, syv = self.sums
+        se, ae, sy, sv, syy, svv, syv = self._sums.values
         num = (n * syv - sy * sv) ** 2
         den = (n * syy - sy * sy) * (n * svv - sv * sv)
         return {"mse": se / n if n else 0.0, "mae": ae / n if n else 0.0,
