@@ -60,6 +60,13 @@ def _field_hash(compared, qualname):
 
 
 def _make(cls, frozen, eq):
+    # dataclasses gives a class without a docstring one from inspect.signature(cls), which for a
+    # class without its own __init__ parses object.__init__'s text signature with tokenize: its
+    # regular expressions compile on first use (8 ms of a process). The docstring is written
+    # below, from the signature of the __init__ made here, as @dataclass's would read
+    undocumented = not cls.__dict__.get("__doc__")
+    if undocumented:
+        cls.__doc__ = cls.__name__
     cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
     every = dataclasses.fields(cls)
     fields = [f for f in every if f.init]
@@ -110,6 +117,10 @@ def _make(cls, frozen, eq):
                              default=_default_shown(f))
            for f in fields])
     cls.__init__ = __init__
+    if undocumented:
+        shown_signature = __init__.__signature__.replace(
+            parameters=list(__init__.__signature__.parameters.values())[1:])
+        cls.__doc__ = cls.__name__ + str(shown_signature)
 
     if "__repr__" not in cls.__dict__:
         def __repr__(self):
