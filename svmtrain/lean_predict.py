@@ -7,8 +7,8 @@ form
 
     svmtrain predict [--scores] [--json] [-q|--quiet] TEST_FILE MODEL_FILE [OUTPUT]
 
-with a TEST_FILE that is a regular file, plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES
-of text, and a binary, multiclass or regression linear model in svmtrain's format as svmtrain
+with a TEST_FILE (a regular file or `-`, standard input), plain or gzip/bzip2/xz-compressed, of
+at most LEAN_BYTES of text, and a binary, multiclass or regression linear model in svmtrain's format as svmtrain
 writes it (the header's keys in their order, each value spelled as the writer spells it, training
 controls included), or a binary model in LIBLINEAR's format as its save_model writes it. The text
 is parsed by the reader's C parser and its rows are scored, labelled and written as text where
@@ -20,10 +20,12 @@ refuse, or read in a way of its own), is not judged here: `run` returns None, ha
 nothing (the output goes to a temporary file, standard output's text is held until the end), and
 the command runs through click and svmtrain.api, which accept it or say what is wrong. A model the
 lean reader accepts is one the full reader reads to the same weights (tests/test_lean_predict.py
-checks this on every model kind it takes and on thousands of corrupted files). Standard input
-stays with the full path: what was read of it could not be handed back.
+checks this on every model kind it takes and on thousands of corrupted files). Standard input is
+read whole (at most LEAN_BYTES) before its rows are parsed; when the full path must run after
+all, the bytes read are put back in front of the rest of it (sys.stdin is replaced).
 """
 
+import io
 import math
 import os
 import stat
@@ -50,7 +52,8 @@ class _NotHere(Exception):
 
 def run(args):
     """Predict as `svmtrain predict ARGS` would; the exit status, or None when the full path must
-    run the command (nothing has been written then)."""
+    run the command (nothing has been written then, and what was read of standard input is put
+    back for it)."""
     parsed = _command(args)
     if parsed is None:
         return None
@@ -58,26 +61,41 @@ def run(args):
     to_stdout = output in (None, "-")
     if flags["json"] and to_stdout:
         return None            # (the full path says why: --json prints on standard output)
+    held = None                # standard input's bytes, once read
     try:
         model = read_model(model_path)
+        if model is None or (not to_stdout and (output == "" or os.path.isdir(output))):
+            return None
         limit = LEAN_STDOUT_BYTES if to_stdout else LEAN_BYTES
-        kind = _input_kind(test, limit)
-        if model is None or kind is None:
-            return None
-        if not to_stdout and (output == "" or os.path.isdir(output)):
-            return None
-        if to_stdout:
-            pieces = []
-            metric = _predict(test, kind, limit, model, flags["scores"], pieces.append)
-            from svmtrain._stdout import say
-            say("".join(pieces), 141)      # (the full path's status for a broken pipe)
+        if test == "-":
+            held = _read_stdin(limit + 1)
+            kind = _kind_of(held)
+            if kind == "plain" and len(held) > limit:
+                raise _NotHere
+            raw = io.BytesIO(held)
         else:
-            from svmtrain.atomic import atomic_output
-            with atomic_output(output, "w") as out:
-                metric = _predict(test, kind, limit, model, flags["scores"], out.write)
+            kind = _input_kind(test, limit)
+            if kind is None:
+                return None
+            raw = open(test, "rb")
+        with raw:
+            stream = raw if kind == "plain" else _decompressor(kind, raw)
+            if to_stdout:
+                pieces = []
+                metric = _predict(stream, kind == "plain", limit, model, flags["scores"],
+                                  pieces.append)
+                from svmtrain._stdout import say
+                say("".join(pieces), 141)      # (the full path's status for a broken pipe)
+            else:
+                from svmtrain.atomic import atomic_output
+                with atomic_output(output, "w") as out:
+                    metric = _predict(stream, kind == "plain", limit, model, flags["scores"],
+                                      out.write)
     except Exception:
         # _NotHere, or what the full path names better (a file that cannot be read or written,
         # memory): nothing was written, and the full path says what is wrong or does it its way
+        if held is not None:
+            _put_back_stdin(held)
         return None
     except KeyboardInterrupt:
         print("svmtrain: interrupted; no output was written", file=sys.stderr)
@@ -87,6 +105,43 @@ def run(args):
     elif not flags["quiet"]:
         print(metric.line(), file=sys.stderr)
     return 0
+
+
+def _read_stdin(most):
+    """Standard input's bytes, at most `most` of them."""
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    pieces, n = [], 0
+    while n < most:
+        piece = stdin.read(most - n)
+        if not piece:
+            break
+        pieces.append(piece)
+        n += len(piece)
+    return b"".join(pieces)
+
+
+class _PutBack(io.RawIOBase):
+    """Standard input for the full path: the bytes the lean path read of it, then the rest."""
+
+    def __init__(self, held, stdin):
+        # (the replaced sys.stdin is kept: collected, it would close the stream under it)
+        self._held, self._pos, self._stdin = held, 0, stdin
+        self._rest = getattr(stdin, "buffer", stdin)
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self._pos < len(self._held):
+            k = min(len(b), len(self._held) - self._pos)
+            b[:k] = self._held[self._pos:self._pos + k]
+            self._pos += k
+            return k
+        return self._rest.readinto(b)
+
+
+def _put_back_stdin(held):
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(_PutBack(held, sys.stdin)))
 
 
 def _command(args):
@@ -99,7 +154,7 @@ def _command(args):
             return None          # --workers, --help, --, ...: click's
         else:
             positional.append(a)
-    if len(positional) not in (2, 3) or positional[0] == "-" or positional[1] == "-":
+    if len(positional) not in (2, 3) or positional[1] == "-":
         return None
     # the environment can ask for Dask (predict's --scheduler reads it)
     if os.environ.get("DASK_SCHEDULER_ADDRESS"):
@@ -113,9 +168,16 @@ def _command(args):
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 
 
+def _kind_of(head):
+    """"plain", "gzip", "bz2" or "xz": what the first bytes of a file say it is."""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    return "plain"
+
+
 def _input_kind(path, limit):
-    """"plain", "gzip", "bz2" or "xz" for a regular file (a plain one of at most `limit` bytes),
-    else None."""
+    """_kind_of a regular file (a plain one of at most `limit` bytes), else None."""
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
@@ -124,10 +186,8 @@ def _input_kind(path, limit):
             head = f.read(6)
     except OSError:
         return None
-    for magic, kind in _MAGIC:
-        if head.startswith(magic):
-            return kind
-    return "plain" if st.st_size <= limit else None
+    kind = _kind_of(head)
+    return kind if kind != "plain" or st.st_size <= limit else None
 
 
 def _plain_file(path, limit):
@@ -471,8 +531,9 @@ class _Regression:
             *self.summary(), self.n)
 
 
-def _predict(path, kind, limit, model, scores, write):
-    """Write the predictions of the file's rows; the metric (_Accuracy or _Regression)."""
+def _predict(f, plain, limit, model, scores, write):
+    """Write the predictions of the rows of the text stream f (a plain file or a decompressor);
+    the metric (_Accuracy or _Regression)."""
     from svmtrain import _reader
     regression = model.task == "regression"
     metric = _Regression() if regression else _Accuracy(model.task == "binary")
@@ -480,48 +541,46 @@ def _predict(path, kind, limit, model, scores, write):
     labels = model.labels
     bias = 0.0 if model.bias is None else model.bias
     parser = _reader.Parser(model.index_base == 0, 1)
-    raw = open(path, "rb")
-    try:
-        f = raw if kind == "plain" else _decompressor(kind, raw)
-        buf = bytearray(min(_READ, os.fstat(raw.fileno()).st_size + 1) if kind == "plain"
-                        else _READ)
-        n, eof, text_bytes = 0, False, 0
-        while True:
-            view = memoryview(buf)
-            while n < len(buf) and not eof:
-                k = f.readinto(view[n:])
-                eof = k == 0
-                n += k
-                text_bytes += k
-            if text_bytes > limit:
-                raise _NotHere                   # (a compressed file's text: the full path's)
-            consumed, _, err = parser.parse(view[:n], eof)
-            view.release()
-            if err:
-                raise _NotHere                   # the full path names the line
-            rows = parser.n_rows
-            if regression:
-                metric.n += rows
-                write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
-                                             model.bias is not None, metric.sums))
-            else:
-                parsed = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
-                                                model.bias is not None, labels, texts, scores)
-                metric.add(parsed, rows)
-                write(parsed[0])
-            if consumed:
-                buf[: n - consumed] = buf[consumed:n]
-                n -= consumed
-            elif eof:
-                break
-            else:
-                buf.extend(bytes(len(buf)))      # one line longer than the buffer
-            if eof and n == 0:
-                break
-        if f is not raw:
-            f.close()
-    finally:
-        raw.close()
+    size = _READ
+    if plain:
+        try:
+            size = min(_READ, os.fstat(f.fileno()).st_size + 1)
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            pass        # (standard input's bytes: a BytesIO)
+    buf = bytearray(size)
+    n, eof, text_bytes = 0, False, 0
+    while True:
+        view = memoryview(buf)
+        while n < len(buf) and not eof:
+            k = f.readinto(view[n:])
+            eof = k == 0
+            n += k
+            text_bytes += k
+        if text_bytes > limit:
+            raise _NotHere                   # (a compressed file's text: the full path's)
+        consumed, _, err = parser.parse(view[:n], eof)
+        view.release()
+        if err:
+            raise _NotHere                   # the full path names the line
+        rows = parser.n_rows
+        if regression:
+            metric.n += rows
+            write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
+                                         model.bias is not None, metric.sums))
+        else:
+            parsed = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
+                                            model.bias is not None, labels, texts, scores)
+            metric.add(parsed, rows)
+            write(parsed[0])
+        if consumed:
+            buf[: n - consumed] = buf[consumed:n]
+            n -= consumed
+        elif eof:
+            break
+        else:
+            buf.extend(bytes(len(buf)))      # one line longer than the buffer
+        if eof and n == 0:
+            break
     return metric
 
 

@@ -7,6 +7,7 @@ same command both ways in fresh processes.
 """
 
 import gzip
+import io
 import json
 import os
 import random
@@ -44,20 +45,22 @@ main(prog_name="svmtrain")
 """
 
 
-def _run(code, args, cwd):
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd)
-    return r.returncode, r.stdout, r.stderr
+def _run(code, args, cwd, stdin=None):
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, cwd=cwd,
+                       input=stdin if stdin is not None else b"")
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
 
 
-def both(args, cwd, output=None):
-    """Run `svmtrain predict ARGS` through the console script and through click alone; assert the
-    same status, standard output, standard error and output file; return whether the console
-    script's run imported numpy (False: the lean path took it)."""
+def both(args, cwd, output=None, stdin=None):
+    """Run `svmtrain predict ARGS` through the console script and through click alone (`stdin`:
+    the bytes on standard input); assert the same status, standard output, standard error and
+    output file; return whether the console script's run imported numpy (False: the lean path
+    took it)."""
     results = []
     for code in (_CONSOLE, _CLICK):
         if output is not None and os.path.exists(os.path.join(cwd, output)):
             os.unlink(os.path.join(cwd, output))
-        status, out, err = _run(code, ["predict", *args], cwd)
+        status, out, err = _run(code, ["predict", *args], cwd, stdin)
         written = None
         if output is not None and os.path.exists(os.path.join(cwd, output)):
             with open(os.path.join(cwd, output), "rb") as f:
@@ -268,21 +271,40 @@ def test_a_file_read_in_pieces_and_a_line_longer_than_a_piece(tmp_path, models, 
 def test_what_the_lean_path_declines_the_full_path_runs(tmp_path, models):
     ranking = train(tmp_path, os.path.join(DATA, "ohsumed.train.sample"), "rank", "-t", "ranking")
     budgeted = train(tmp_path, HEART, "budgeted", "-m", "budgeted", "--budget", "20")
-    with open(HEART, "rb") as f:
-        stdin = f.read()
-    for args, feed in ((["--", HEART, models["binary"], "out"], None),             # click's
-                       ([os.path.join(DATA, "ohsumed.test.sample"), ranking, "out"], None),
-                       ([HEART, budgeted, "out"], None),                          # a kernel model
-                       (["-", models["binary"], "out"], stdin)):                  # standard input
-        if feed is not None:
-            results = [subprocess.run([sys.executable, "-c", code, "predict", *args],
-                                      input=feed, capture_output=True, cwd=tmp_path)
-                       for code in (_CONSOLE, _CLICK)]
-            assert results[0].stderr.splitlines()[-1] == b"True"
-            assert results[0].returncode == results[1].returncode == 0
-            continue
+    for args in (["--", HEART, models["binary"], "out"],                   # click's
+                 [os.path.join(DATA, "ohsumed.test.sample"), ranking, "out"],
+                 [HEART, budgeted, "out"]):                                 # a kernel model
         imported, status, out, err, written = both(args, tmp_path, output="out")
         assert imported and written, args
+
+
+@pytest.mark.parametrize("compress", [None, "gzip", "lzma"])
+@pytest.mark.parametrize("output", [["out"], []])
+def test_standard_input(tmp_path, models, compress, output):
+    with open(HEART, "rb") as f:
+        text = f.read()
+    feed = text if compress is None else __import__(compress).compress(text)
+    imported, status, out, err, written = both(["-", models["binary"], *output], tmp_path,
+                                               output="out" if output else None, stdin=feed)
+    assert not imported and status == 0 and err.startswith("Accuracy = ")
+    assert (written if output else out.encode()).count(b"\n") == 270
+    # a bad line: the full path reads standard input from its first byte and names the line
+    bad = text.replace(b"\n", b"\nx\n", 1)
+    imported, status, _, err, written = both(["-", models["binary"], "out"], tmp_path,
+                                             output="out", stdin=bad)
+    assert imported and status == 2 and err.startswith("Error: -:2: ") and written is None
+
+
+def test_standard_input_declined_is_put_back_whole(tmp_path, models, monkeypatch):
+    """Past the lean limit, the full path gets standard input as it came: the bytes the lean
+    path read, then the rest."""
+    with open(HEART, "rb") as f:
+        text = f.read()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
+    monkeypatch.setattr(lean_predict, "LEAN_BYTES", 1000)
+    assert lean_predict.run(["-", models["binary"], str(tmp_path / "out")]) is None
+    assert not (tmp_path / "out").exists()
+    assert sys.stdin.buffer.read(7) == text[:7] and sys.stdin.buffer.read() == text[7:]
 
 
 def test_bad_input_gets_the_full_paths_message_and_no_file(tmp_path, models):
