@@ -292,6 +292,15 @@ def bench_footprint(data, quick, repeat):
                                    "predict --json", where,
                                    [BIN / "svmtrain", "predict", "-q", "--json", test, model,
                                     tmp / "out"], ll, "predict", repeat, (t_pass, m_pass))
+                # the test file on standard input, to both (LIBLINEAR's predict reads /dev/stdin)
+                fed = ["sh", "-c", 'f=$1; shift; exec "$@" < "$f"', "sh", test]
+                _against_liblinear(table, {"run": "predict - (standard input)", "data": label},
+                                   "predict - (standard input)", where,
+                                   fed + [BIN / "svmtrain", "predict", "-q", "-", model,
+                                          tmp / "out"],
+                                   ll and fed + [ll_predict, "-q", "/dev/stdin", ll_model,
+                                                 tmp / "ll.out"], "predict", repeat,
+                                   (t_pass, m_pass))
         _ranking(data, quick, repeat, tmp, table, rank_learn, floor)
         _sequence(data, quick, repeat, tmp, table, hmm_learn, floor)
     if missing:

@@ -196,7 +196,8 @@ def _plain_file(path, limit):
 
 
 # ---------------------------------------------------------------------------------------------
-# The model: svmtrain's format as model.format_model writes a binary or multiclass linear model
+# The model: svmtrain's format as model.format_model writes a binary, multiclass or regression
+# linear model
 
 
 class LeanModel:

@@ -331,6 +331,11 @@ def test_dask_from_the_environment_is_the_full_paths(tmp_path, models, monkeypat
     assert not (tmp_path / "out").exists()
 
 
+def test_compressed_files_are_known_as_the_reader_knows_them():
+    from svmtrain import data
+    assert lean_predict._MAGIC == data._MAGIC
+
+
 def test_label_text_is_format_label():
     for x in (1.0, -1.0, 0.0, -0.0, 0.5, 1e20, 2.0**53, 2.0**53 - 1, -2.0**60, 1e-300, 3.25,
               123456789.0, 5e-324):
