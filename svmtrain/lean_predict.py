@@ -8,10 +8,10 @@ form
     svmtrain predict [--scores] [--json] [-q|--quiet] TEST_FILE MODEL_FILE [OUTPUT]
 
 with a TEST_FILE (a regular file or `-`, standard input), plain or gzip/bzip2/xz-compressed, of
-at most LEAN_BYTES of text, and a binary, multiclass or regression linear model in svmtrain's format as svmtrain
-writes it (the header's keys in their order, each value spelled as the writer spells it, training
-controls included), or a binary model in LIBLINEAR's format as its save_model writes it. The text
-is parsed by the reader's C parser and its rows are scored, labelled and written as text where
+at most LEAN_BYTES of text, and a binary, multiclass or regression linear model in svmtrain's
+format as svmtrain writes it (the header's keys in their order, each value spelled as the writer
+spells it, training controls included), or a binary model in LIBLINEAR's format as its save_model
+writes it. The text is parsed by the reader's C parser and its rows are scored, labelled and written as text where
 they lie (`_reader.predict_parsed`, `_reader.regress_parsed`); the output, the metric line and
 --json's object are the bytes the full path writes.
 
@@ -69,9 +69,9 @@ def run(args):
         limit = LEAN_STDOUT_BYTES if to_stdout else LEAN_BYTES
         if test == "-":
             held = _read_stdin(limit + 1)
-            kind = _kind_of(held)
-            if kind == "plain" and len(held) > limit:
+            if len(held) > limit:
                 raise _NotHere
+            kind = _kind_of(held)
             raw = io.BytesIO(held)
         else:
             kind = _input_kind(test, limit)
