@@ -3,7 +3,8 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = ["_reader", "_engine", "_linear", "_oracles", "_budget", "_oneslack", "_multiclass"]
+KERNELS = ["_reader", "_engine", "_linear", "_oracles", "_budget", "_oneslack", "_multiclass",
+           "_regression"]
 
 extensions = [
     Extension(

@@ -53,7 +53,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
-from _sparse cimport rand_below
+from _sparse cimport shuffle
 
 cnp.import_array()
 
@@ -963,16 +963,6 @@ def golden_search(double share, double gd2, double precision):
     return h, gain
 
 
-cdef inline void shuffle(int64_t[::1] perm, uint64_t* rng) noexcept nogil:
-    """Fisher-Yates with the seeded splitmix64 stream."""
-    cdef int64_t i, k, tmp
-    for i in range(perm.shape[0] - 1, 0, -1):
-        k = rand_below(rng, i + 1)
-        tmp = perm[i]
-        perm[i] = perm[k]
-        perm[k] = tmp
-
-
 cdef int64_t STATUS_OK = 0, STATUS_NOMEM = -1
 cdef int32_t MAX_REST = 8   # the longest rest of a shrunk example, in epochs
 
@@ -1092,8 +1082,9 @@ def bsca_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     cdef int64_t avg_from = n - window
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
     cdef const double* pv = &data[0] if data.shape[0] else NULL
+    cdef int64_t* order = &perm[0] if perm.shape[0] else NULL
     with nogil:
-        shuffle(perm, &rng[0])
+        shuffle(order, perm.shape[0], &rng[0])
         for t in range(n):
             i = perm[t]
             if average and t == avg_from:   # the averaging window opens: the mean starts here
@@ -1178,8 +1169,9 @@ def bsgd_epoch(Expansion e, const int64_t[::1] indptr, const int64_t[::1] indice
     cdef double f, coef, degradation = 0.0
     cdef const int64_t* pi = &indices[0] if indices.shape[0] else NULL
     cdef const double* pv = &data[0] if data.shape[0] else NULL
+    cdef int64_t* order = &perm[0] if perm.shape[0] else NULL
     with nogil:
-        shuffle(perm, &rng[0])
+        shuffle(order, perm.shape[0], &rng[0])
         for t in range(n):
             i = perm[t]
             clock[0] += 1

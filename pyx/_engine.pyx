@@ -99,7 +99,7 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport offset_t, value_t, prefetch, rand_below, row_t, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
+from _sparse cimport offset_t, value_t, prefetch, row_t, shuffle, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
 cnp.import_array()
 
@@ -1195,7 +1195,7 @@ cdef class DualCD:
         return t.steps, t.violation, self.n_active_cons
 
     cdef void _epoch(self, Tally* out) noexcept nogil:
-        cdef int64_t i, j, s, g, tmp
+        cdef int64_t s, g
         cdef double v
         cdef Tally t
         t.steps = 0
@@ -1205,12 +1205,7 @@ cdef class DualCD:
         t.v_inc = 0.0
         t.loss = 0.0
         t.gap = 0.0
-        # Fisher-Yates on the active groups, from the engine's own generator.
-        for i in range(self.n_active - 1, 0, -1):
-            j = rand_below(&self.rng, i + 1)
-            tmp = self.groups[i]
-            self.groups[i] = self.groups[j]
-            self.groups[j] = tmp
+        shuffle(self.groups, self.n_active, &self.rng)    # the active groups, the engine's generator
         s = 0
         while s < self.n_active:
             if s + _AHEAD_RECORD < self.n_active:

@@ -27,7 +27,7 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport prefetch, rand_below
+from _sparse cimport prefetch, shuffle
 
 cnp.import_array()
 
@@ -286,18 +286,14 @@ cdef class CrammerSingerCD:
         """One pass over the active examples in a fresh random order: (steps, violation, active
         constraints), as the engine's epoch()."""
         cdef Tally t
-        cdef int64_t s, i, j, tmp
+        cdef int64_t s, i
         cdef double v
         t.steps = 0
         t.shrunk = 0
         t.violation = 0.0
         t.loss = 0.0
         with nogil:
-            for s in range(self.n_active - 1, 0, -1):      # Fisher-Yates, the engine's generator
-                j = rand_below(&self.rng, s + 1)
-                tmp = self.order[s]
-                self.order[s] = self.order[j]
-                self.order[j] = tmp
+            shuffle(self.order, self.n_active, &self.rng)      # the engine's generator
             s = 0
             while s < self.n_active:
                 i = self.order[s]

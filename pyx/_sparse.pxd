@@ -154,3 +154,13 @@ cdef inline int64_t rand_below(uint64_t* state, int64_t n) noexcept nogil:
     if n < <int64_t>4294967296:
         return <int64_t>(((r >> 32) * <uint64_t>n) >> 32)
     return <int64_t>(r % <uint64_t>n)
+
+
+cdef inline void shuffle(int64_t* a, int64_t n, uint64_t* state) noexcept nogil:
+    """a[:n] in a random order: Fisher-Yates, drawing from `state` (every epoch's order)."""
+    cdef int64_t i, k, tmp
+    for i in range(n - 1, 0, -1):
+        k = rand_below(state, i + 1)
+        tmp = a[i]
+        a[i] = a[k]
+        a[k] = tmp

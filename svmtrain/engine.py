@@ -188,10 +188,12 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     primal = dual = math.nan
     visits = last_exact = 0      # constraints visited, and the epoch, since the last exact check
     total_visits = 0
-    # Crammer-Singer examples shrink as LIBLINEAR's -s 4 does, whole examples at once, so the
-    # estimate of eq. 23 keeps their stale terms: as in LIBLINEAR, the active set is taken to have
-    # converged when its violation falls below a threshold that halves at each unshrink.
-    crammer_singer = engine.n_crammer_singer_groups > 0
+    # Crammer-Singer examples shrink as LIBLINEAR's -s 4 does, whole examples at once (as do the
+    # examples of svmtrain._regression's kernel, LIBLINEAR -s 13's), so the estimate of eq. 23
+    # keeps their stale terms: as in LIBLINEAR, the active set is taken to have converged when its
+    # violation falls below a threshold that halves at each unshrink.
+    crammer_singer = (engine.n_crammer_singer_groups > 0
+                      or getattr(engine, "shrinks_whole_examples", False))
     unshrink_below = math.inf
     for epoch in range(1, max_epochs + 1):
         visited = engine.n_active_constraints()

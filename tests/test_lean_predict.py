@@ -214,6 +214,10 @@ def test_binary_liblinear_models_take_the_lean_path(tmp_path, liblinear_models, 
         imported, status, _, err, written = both([HEART, liblinear_models[kind], "out", *extra],
                                                  tmp_path, output="out")
         assert not imported and status == 0 and err.startswith("Accuracy = ") and written
+    # --json: the positive class (precision, recall) is the first of LIBLINEAR's `label` line
+    imported, status, out, _, _ = both(["--json", HEART, liblinear_models[kind], "out"],
+                                       tmp_path, output="out")
+    assert not imported and status == 0 and json.loads(out)["total"] == 270
 
 
 @pytest.mark.parametrize("output", [[], ["-"]])

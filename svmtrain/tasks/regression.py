@@ -42,7 +42,7 @@ class Regression(PredictsScores, Task):
         margin = np.empty(2 * n)
         margin[0::2] = block.target - self.p
         margin[1::2] = -block.target - self.p
-        return Constraints.one_term(rows, scale, margin, rows, key=np.tile([0, 1], n))
+        return TubeListing.one_term(rows, scale, margin, rows, key=np.tile([0, 1], n))
 
     def worst_offenders(self, w, problem, block):
         return (self.violations(w, block, problem.path, Geometry(problem.n_cols, problem.bias)),
@@ -53,6 +53,39 @@ class Regression(PredictsScores, Task):
 
     def new_metric(self):
         return RegressionMetric()
+
+
+class TubeListing(Constraints):
+    """Regression's listed constraints: for each example i, x_i1 = x_i then x_i2 = -x_i, whose
+    margins a --prior may have shifted. The n-slack mode hands them to a kernel of their own
+    (svmtrain._regression.SVRDualCD, LIBLINEAR -s 13's one variable an example) through `cache`."""
+
+    def cache(self, problem):
+        """The kernel's cache of these constraints (svmtrain.engine.solve drives it as a
+        ConstraintCache); None where the engine's general visit must solve them: non-negative
+        weights (the kernel's w is sum beta_i x_i, unclipped), another row layout."""
+        if problem.nonneg is not None and np.any(problem.nonneg):
+            return None
+        if len(problem.indptr) != len(self.margin) // 2 + 1 or problem.stride != 1:
+            return None
+        return TubeCache(problem, self)
+
+
+class TubeCache:
+    """What svmtrain.engine.solve asks of a cache, for the record-free kernel."""
+
+    def __init__(self, problem, listing):
+        self.problem, self.listing = problem, listing
+        self.alpha0 = listing.alpha0
+        self.shrink0 = None          # whole examples shrink by the last epoch's violation
+
+    def engine(self, alpha=None, *, seed=1, shrinking=True, w_buffer=None):
+        # (w_buffer: listed constraints are solved once, nothing is re-solved to hand w over)
+        from svmtrain._regression import SVRDualCD
+        p = self.problem
+        return SVRDualCD(p.indptr, p.indices, p.data, self.listing.margin, p.C, alpha,
+                         n_cols=p.n_cols, bias=0.0 if p.bias is None else float(p.bias),
+                         has_bias=p.bias is not None, seed=seed, shrinking=shrinking)
 
 
 class RegressionMetric:
