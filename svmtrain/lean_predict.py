@@ -473,6 +473,15 @@ def _parse_liblinear(line, first):
 # The data: svmtrain.data's reading loop for a plain file, the rows scored as each piece is parsed
 
 
+def _json_float(x):
+    """A float as json.dumps writes it (repr; NaN and Infinity as JavaScript spells them)."""
+    if x != x:
+        return "NaN"
+    if x in (math.inf, -math.inf):
+        return "Infinity" if x > 0 else "-Infinity"
+    return repr(x)
+
+
 class _Accuracy:
     """BinaryMetric's and AccuracyMetric's figures (svmtrain.tasks.binary, .multiclass), from the
     counts _reader.predict_parsed returns."""
@@ -519,7 +528,8 @@ class _Regression:
         # RegressionMetric.summary's arithmetic, in its order
         n = self.n
         se, ae, sy, sv, syy, svv, syv = self.sums.values
-        num = (n * syv - sy * sv) ** 2
+        cov = n * syv - sy * sv
+        num = cov * cov          # (not ** 2, which raises OverflowError where the product is inf)
         den = (n * syy - sy * sy) * (n * svv - sv * sv)
         return (se / n if n else 0.0, ae / n if n else 0.0, num / den if den > 0 else 0.0)
 
@@ -528,8 +538,8 @@ class _Regression:
                 "Squared correlation coefficient = %g (regression)" % self.summary())
 
     def json(self):
-        return '{"mse": %r, "mae": %r, "squared_correlation": %r, "total": %r}' % (
-            *self.summary(), self.n)
+        return '{"mse": %s, "mae": %s, "squared_correlation": %s, "total": %d}' % (
+            *map(_json_float, self.summary()), self.n)
 
 
 def _predict(f, plain, limit, model, scores, write):

@@ -159,6 +159,21 @@ def test_json_is_the_full_paths(tmp_path, models, kind):
     assert status == 2 and "--json" in err
 
 
+@pytest.mark.parametrize("line", ["1e300 1:0.5 3:0.2", "5 1:1e200 2:1e200 3:1e200"])
+def test_regression_metric_of_huge_values(tmp_path, models, line):
+    """Sums that overflow give inf in both paths' metric (its square taken by a product, not
+    ** 2, which raises OverflowError), and json.dumps' Infinity with --json."""
+    with open(CPUSMALL_TEST) as f:
+        test = tmp_path / "huge"
+        test.write_text(line + "\n" + "".join(f.readlines()[:20]))
+    imported, status, _, err, written = both([str(test), models["regression"], "out"], tmp_path,
+                                             output="out")
+    assert not imported and status == 0 and "Mean squared error = inf (regression)" in err
+    imported, status, out, _, _ = both(["--json", str(test), models["regression"], "out"],
+                                       tmp_path, output="out")
+    assert not imported and status == 0 and json.loads(out)["mse"] == float("inf")
+
+
 @pytest.mark.parametrize("compress", ["gzip", "bz2", "lzma"])
 @pytest.mark.parametrize("kind", ["binary", "regression"])
 def test_compressed_test_files(tmp_path, models, compress, kind):

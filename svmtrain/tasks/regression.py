@@ -107,7 +107,8 @@ class RegressionMetric:
     def summary(self):
         n = self.n
         se, ae, sy, sv, syy, svv, syv = self._sums.values
-        num = (n * syv - sy * sv) ** 2
+        cov = n * syv - sy * sv
+        num = cov * cov          # (not ** 2, which raises OverflowError where the product is inf)
         den = (n * syy - sy * sy) * (n * svv - sv * sv)
         return {"mse": se / n if n else 0.0, "mae": ae / n if n else 0.0,
                 "squared_correlation": num / den if den > 0 else 0.0, "total": n}
