@@ -1267,16 +1267,18 @@ cdef inline void _add_regression(double* s, double y, double v) noexcept nogil:
 cdef class RegressionSums:
     """The sums a regression metric is made of, over the rows in file order, one row at a time:
     (sum e^2, sum |e|, sum y, sum v, sum y^2, sum v^2, sum y v), with v the prediction and
-    e = y - v. One loop, here, serves both predict paths (RegressionMetric.add on the full path,
-    regress_parsed on the lean one), so their metric lines are the same bytes whatever the blocks
-    the rows came in."""
+    e = y - v, and the figures made of them. One loop, here, serves both predict paths
+    (RegressionMetric.add on the full path, regress_parsed on the lean one), so their metric lines
+    are the same bytes whatever the blocks the rows came in."""
 
     cdef double s[7]
+    cdef public int64_t n        # the rows added
 
     def __cinit__(self):
         cdef int k
         for k in range(7):
             self.s[k] = 0.0
+        self.n = 0
 
     def add(self, targets, predictions):
         """Add the rows of two equal-length float64 arrays (targets y, predictions v)."""
@@ -1296,6 +1298,7 @@ cdef class RegressionSums:
                 with nogil:
                     for i in range(n):
                         _add_regression(self.s, y[i], v[i])
+                self.n += n
             finally:
                 PyBuffer_Release(&bv)
         finally:
@@ -1305,6 +1308,18 @@ cdef class RegressionSums:
     def values(self):
         """The seven sums, as a tuple of floats."""
         return tuple(self.s[k] for k in range(7))
+
+    def figures(self):
+        """(mean squared error, mean absolute error, squared correlation coefficient), as
+        LIBLINEAR's predict computes them from these sums (0 where there is nothing to divide:
+        no rows, or a constant target or prediction; inf where the sums overflowed)."""
+        cdef double n = <double> self.n
+        cdef double se = self.s[0], ae = self.s[1], sy = self.s[2], sv = self.s[3]
+        cdef double syy = self.s[4], svv = self.s[5], syv = self.s[6]
+        cdef double cov = n * syv - sy * sv
+        cdef double den = (n * syy - sy * sy) * (n * svv - sv * sv)
+        return (se / n if self.n else 0.0, ae / n if self.n else 0.0,
+                cov * cov / den if den > 0.0 else 0.0)
 
 
 def regress_parsed(Parser parser not None, w, int64_t n_cols, double bias, bint has_bias,
@@ -1345,6 +1360,7 @@ def regress_parsed(Parser parser not None, w, int64_t n_cols, double bias, bint 
                 size += put_repr(buf + size, v)
                 buf[size] = c'\n'
                 size += 1
+        sums.n += n
     finally:
         PyBuffer_Release(&b)
     parser.n_rows = 0

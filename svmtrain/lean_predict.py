@@ -522,16 +522,9 @@ class _Regression:
     def __init__(self):
         from svmtrain._reader import RegressionSums
         self.sums = RegressionSums()
-        self.n = 0
 
     def summary(self):
-        # RegressionMetric.summary's arithmetic, in its order
-        n = self.n
-        se, ae, sy, sv, syy, svv, syv = self.sums.values
-        cov = n * syv - sy * sv
-        num = cov * cov          # (not ** 2, which raises OverflowError where the product is inf)
-        den = (n * syy - sy * sy) * (n * svv - sv * sv)
-        return (se / n if n else 0.0, ae / n if n else 0.0, num / den if den > 0 else 0.0)
+        return self.sums.figures()
 
     def line(self):
         return ("Mean squared error = %g (regression)\nMean absolute error = %g (regression)\n"
@@ -539,7 +532,7 @@ class _Regression:
 
     def json(self):
         return '{"mse": %s, "mae": %s, "squared_correlation": %s, "total": %d}' % (
-            *map(_json_float, self.summary()), self.n)
+            *map(_json_float, self.summary()), self.sums.n)
 
 
 def _predict(f, plain, limit, model, scores, write):
@@ -575,7 +568,6 @@ def _predict(f, plain, limit, model, scores, write):
             raise _NotHere                   # the full path names the line
         rows = parser.n_rows
         if regression:
-            metric.n += rows
             write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
                                          model.bias is not None, metric.sums))
         else:

@@ -96,22 +96,15 @@ class RegressionMetric:
 
     def __init__(self):
         from svmtrain._reader import RegressionSums
-        self.n = 0
         self._sums = RegressionSums()
 
     def add(self, predictions, block):
-        y = np.ascontiguousarray(block.target, dtype=np.float64)
-        self.n += len(y)
-        self._sums.add(y, np.ascontiguousarray(predictions, dtype=np.float64))
+        self._sums.add(np.ascontiguousarray(block.target, dtype=np.float64),
+                       np.ascontiguousarray(predictions, dtype=np.float64))
 
     def summary(self):
-        n = self.n
-        se, ae, sy, sv, syy, svv, syv = self._sums.values
-        cov = n * syv - sy * sv
-        num = cov * cov          # (not ** 2, which raises OverflowError where the product is inf)
-        den = (n * syy - sy * sy) * (n * svv - sv * sv)
-        return {"mse": se / n if n else 0.0, "mae": ae / n if n else 0.0,
-                "squared_correlation": num / den if den > 0 else 0.0, "total": n}
+        mse, mae, r2 = self._sums.figures()
+        return {"mse": mse, "mae": mae, "squared_correlation": r2, "total": self._sums.n}
 
     def line(self):
         s = self.summary()
