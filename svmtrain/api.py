@@ -206,24 +206,24 @@ def _user_adapter(model, name, task):
 
 
 def scorer(model, task=None, name="<model>"):
-    """(task, a function block -> (labels, decision values)) for a trained or loaded model;
-    `task`: the StructuredTask of a user-task model."""
+    """(task, a function (block, name) -> (labels, decision values)) for a trained or loaded
+    model, `name` the data's as errors name it; `task`: the StructuredTask of a user-task model."""
     from svmtrain.tasks import task_class
     from svmtrain.tasks.base import Geometry
     user = _user_adapter(model, name, task) if model.task == "user" or task is not None else None
     if user is not None:
         w = user.solver_weights(model.w)
         geometry = Geometry(model.n_features, None)
-        return user, lambda block: user.predict(w, block, geometry, "<examples>")
+        return user, lambda block, name="<examples>": user.predict(w, block, geometry, name)
     task = task_class(model.task).from_model(model)
     if model.mode == "budgeted":
         # kernel models: decision values are the expansions sum_j beta_j k(x, x~_j)
         from svmtrain.solvers.budgeted import expansions, predict_values
         exps = expansions(model)
-        return task, lambda block: predict_values(task, exps, block)
+        return task, lambda block, name="<arrays>": predict_values(task, exps, block)
     geometry = Geometry(model.n_features, model.bias)
     w = task.solver_weights(model.w)
-    return task, lambda block: task.predict(w, block, geometry, "<arrays>")
+    return task, lambda block, name="<arrays>": task.predict(w, block, geometry, name)
 
 
 def _model(model):
@@ -286,8 +286,8 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
             # blocks of STREAM_BLOCK input bytes: predictions need no more (the model is the peak)
             blocks = (user(source) if user is not None else
                       data_layer.stream(source, zero_based=zero_based, progress=bar))
-            for block in data_layer.whole_examples(blocks, task.grouping):
-                labels, values = predict_block(block)
+            for block in data_layer.whole_examples(blocks, task.grouping, source):
+                labels, values = predict_block(block, source)
                 metric.add(labels, block)
                 if out is not None:
                     out.write(task.format_lines(values if scores else labels, scores))
@@ -378,7 +378,7 @@ def verify_bound(model, data, *, tol=None, example_weights=None, where=None, pro
                       data_layer.stream(source, zero_based=zero_based, progress=bar))
             if prepare is not None:
                 blocks = (prepare(b, task.grouping) for b in blocks)
-            for block in data_layer.whole_examples(blocks, task.grouping):
+            for block in data_layer.whole_examples(blocks, task.grouping, source):
                 acc.add(block)
                 if dual_acc is not None:
                     dual_acc.add(block)

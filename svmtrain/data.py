@@ -262,12 +262,53 @@ def check_training_rows(block: "Block", path: str, zero_based: bool = False) -> 
     check_norms(block, path)
 
 
-def whole_examples(blocks, grouping):
+class SeenQids:
+    """The qids of the runs seen so far in a stream, so that a run whose qid came before (an
+    example whose lines are not consecutive) is refused wherever the reader cut the file, as a
+    training run, which holds the whole file, refuses it. Sorted arrays of sizes halving from
+    the first (merged as a binary counter merges: each qid is merged O(log n) times), 8 bytes
+    a run; a line without a qid (below 0) is the task's to refuse, and first when it comes first."""
+
+    def __init__(self, path):
+        self.path = path
+        self._levels = []
+
+    def _seen(self, qids):
+        hit = np.zeros(len(qids), bool)
+        for level in self._levels:
+            at = np.minimum(np.searchsorted(level, qids), len(level) - 1)
+            hit |= level[at] == qids
+        return hit
+
+    def add(self, block):
+        """Check the runs of `block` (whole runs: it comes from whole_examples) and remember
+        their qids; DataError at the first line of the first run seen before."""
+        qid = block.qid
+        if not len(qid):
+            return
+        starts = np.concatenate(([0], np.flatnonzero(qid[1:] != qid[:-1]) + 1))
+        i = repeated_run(qid, starts)
+        run_qids = np.asarray(qid[starts], np.int64)
+        again = np.flatnonzero(self._seen(run_qids) & (run_qids >= 0))
+        if len(again) and (i is None or starts[again[0]] < i):
+            i = int(starts[again[0]])
+        if i is not None and qid[i] >= 0 and not np.any(qid[:i] < 0):
+            raise DataError(self.path, int(block.line[i]), f"qid {int(qid[i])} appears again "
+                            "after other examples: an example's lines must be consecutive")
+        self._levels.append(distinct(run_qids))
+        while len(self._levels) > 1 and len(self._levels[-1]) >= len(self._levels[-2]):
+            top = self._levels.pop()
+            self._levels[-1] = distinct(np.concatenate((self._levels[-1], top)))
+
+
+def whole_examples(blocks, grouping, path=None, *, refuse_repeats=True):
     """Blocks re-cut so that no example straddles two.
 
     grouping "row": every row is an example (blocks pass through, memory stays one block);
     "consecutive": an example is a run of rows with one qid (a sentence): the last run of a block
-    waits for the next; "whole": examples are spread over the file (ranking queries): one block.
+    waits for the next, and a run whose qid came before in the stream is refused (SeenQids; the
+    DataError names `path`) unless the caller checks that itself (`refuse_repeats` False);
+    "whole": examples are spread over the file (ranking queries): one block.
     """
     if grouping == "row":
         yield from blocks
@@ -275,6 +316,15 @@ def whole_examples(blocks, grouping):
     if grouping == "whole":
         yield concat_blocks(list(blocks))
         return
+    seen = SeenQids("" if path is None else path) if refuse_repeats else None
+    for block in _consecutive_runs(blocks):
+        if seen is not None:
+            seen.add(block)
+        checked, block = [block], None
+        yield checked.pop()         # (not held here while the consumer works on it)
+
+
+def _consecutive_runs(blocks):
     # A reader's block is yielded in place (a view of it), but for the example that runs into it
     # from the block before, joined with that one's last rows, and its own last example, copied
     # out (it may go on in the next block): nothing is joined or copied at the size of a block

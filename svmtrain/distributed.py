@@ -335,7 +335,7 @@ def _partition_losses(task, w, geometry, C, path, zero_based, span):
     """(the positive losses C_i max(0, H_i) in file order, the number of examples)."""
     kept, n = [], 0
     with _file_lines(path, span):
-        for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
+        for block in data.whole_examples(_read(path, zero_based, span), task.grouping, path):
             v = task.costs(block, C) * task.violations(w, block, path, geometry)
             kept.append(v[v > 0.0])
             n += len(v)
@@ -371,7 +371,7 @@ def _metric_rows(block):
 def _partition_predictions(task, w, geometry, path, zero_based, span, scores):
     text, rows = [], []
     with _file_lines(path, span):
-        for block in data.whole_examples(_read(path, zero_based, span), task.grouping):
+        for block in data.whole_examples(_read(path, zero_based, span), task.grouping, path):
             labels, values = task.predict(w, block, geometry, path)
             text.append(task.format_lines(values if scores else labels, scores))
             rows.append((labels, _metric_rows(block)))

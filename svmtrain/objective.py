@@ -53,7 +53,7 @@ class PrimalAccumulator:
 
 def primal(task, w, geometry, C, blocks, path):
     acc = PrimalAccumulator(task, w, geometry, C, path)
-    for block in whole_examples(blocks, task.grouping):
+    for block in whole_examples(blocks, task.grouping, path):
         acc.add(block)
         del block                   # not held while the next block is read
     return acc.value()

@@ -545,7 +545,7 @@ def _accumulate(acc, task, path, zero_based, show):
         prepare = getattr(task, "prepare_pass", None)
         if prepare is not None:
             blocks = prepare(blocks)
-        for block in data.whole_examples(blocks, task.grouping):
+        for block in data.whole_examples(blocks, task.grouping, path):
             acc.add(block)
             del block               # not held while the next block is read
             if interrupt.requested():

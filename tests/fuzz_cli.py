@@ -26,7 +26,9 @@ DATA = os.path.join(ROOT, "data")
 PY = sys.executable
 MEMORY_CAP = 3 << 30
 
-CLI = {"svmtrain": "from svmtrain.cli import main; main()",
+#: what the console scripts run (svmtrain's entry answers --help, --version and predict's common
+#: case before click is imported: the lean path is fuzzed with the rest)
+CLI = {"svmtrain": "import sys; from svmtrain.__main__ import run; sys.exit(run())",
        "svmtools": "from svmtools.cli import main; main()"}
 
 

@@ -353,6 +353,102 @@ def test_online_shuffle_window_split_sentence(tmp_path):
         _assert_refused(r, out, f"{data}:4:", "qid 1 appears again")
 
 
+@pytest.fixture(scope="module")
+def sequence_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("seqmodel")
+    (d / "train.svm").write_bytes(_head("conll2000.train.svm", 300))
+    r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", str(d / "train.svm"),
+                                  str(d / "seq.model")])
+    assert r.exit_code == 0, r.output
+    return d / "seq.model"
+
+
+@pytest.mark.parametrize("where", ["next", "last line", "past a reader block"])
+@pytest.mark.parametrize("command", ["predict", "verify-bound", "train online-dual"])
+def test_sentence_qid_again_refused_wherever_it_is(tmp_path, sequence_model, where, command):
+    """A sentence's qid coming back after other sentences is refused at its line by every command,
+    as training in memory refuses it, wherever the reader cut the file: predict and verify-bound
+    had checked a block at a time, and the last sentence of a block came in a block of its own,
+    so a repeat at the end of the file or past a block was taken for a new sentence."""
+    from svmtrain import data as data_layer
+    lines = _lines(_head("conll2000.train.svm", 300))
+    if where == "past a reader block":     # the sentences again under new qids, past 1 MB
+        if command == "train online-dual":
+            pytest.skip("(its windows of 100 rows cut the file at the last line already)")
+        lines += [line.replace(b"qid:", b"qid:%d" % k, 1) for k in range(1, 200) for line in lines]
+        assert sum(map(len, lines)) > data_layer.STREAM_BLOCK
+    first = lines[0].split()[1]
+    again = 60 if where == "next" else len(lines)
+    assert lines[again - 1].split()[1] != first
+    lines.insert(again, lines[0])
+    bad = tmp_path / "again.svm"
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    args = {"predict": ["predict", str(bad), str(sequence_model), str(out / "p")],
+            "verify-bound": ["verify-bound", "-q", str(sequence_model), str(bad)],
+            "train online-dual": ["train", "-q", "-t", "sequence", "-m", "online-dual",
+                                  "--window-rows", "100", str(bad), str(out / "m")]}[command]
+    r = CliRunner().invoke(main, args)
+    _assert_refused(r, out, f"{bad}:{again + 1}:", f"qid {first[4:].decode()} appears again")
+
+
+def test_sequence_predict_error_names_the_file(tmp_path, sequence_model):
+    """A line without its sentence's qid, at predict: the message names the test file (it had
+    named "<arrays>")."""
+    lines = _lines(_head("conll2000.train.svm", 40))
+    lines[4] = b" ".join(t for t in lines[4].split() if not t.startswith(b"qid:"))
+    bad = tmp_path / "noqid.svm"
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["predict", str(bad), str(sequence_model), str(out / "p")])
+    _assert_refused(r, out, f"{bad}:5:", "needs qid:N on every line")
+
+
+@pytest.mark.parametrize("command", ["predict", "verify-bound"])
+def test_sequence_scores_that_overflow_are_refused_at_their_line(tmp_path, sequence_model,
+                                                                 command):
+    """Feature values of 1e308 overflow a token's emission scores: Viterbi's input check raised
+    a ValueError with a traceback; the line is named instead."""
+    lines = _lines(_head("conll2000.train.svm", 40))
+    lines[6] = b" ".join(lines[6].split()[:2] + [b"%d:1e308" % j for j in range(1, 300)])
+    bad = tmp_path / "huge.svm"
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ({"predict": ["predict", str(bad), str(sequence_model), str(out / "p")],
+             "verify-bound": ["verify-bound", "-q", str(sequence_model), str(bad)]}[command])
+    r = CliRunner().invoke(main, args)
+    _assert_refused(r, out, f"{bad}:7:", "scores overflow")
+
+
+def test_seen_qids_against_a_set():
+    """SeenQids' merged levels answer as a set of every run's qid would, block after block."""
+    from svmtrain import data as data_layer
+    rng = np.random.default_rng(5)
+    seen, reference = data_layer.SeenQids("f"), set()
+    fresh = rng.permutation(100_000)
+    at = 0
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        qids = fresh[at:at + n]
+        at += n
+        lengths = rng.integers(1, 4, n)
+        qid = np.repeat(qids, lengths)
+        block = data_layer.block_from_arrays(np.ones((len(qid), 1)), np.ones(len(qid)), qid)
+        seen.add(block)
+        reference.update(qids.tolist())
+        probe = rng.integers(0, 100_000, 50)
+        assert seen._seen(probe).tolist() == [int(q) in reference for q in probe]
+    assert sum(len(level) for level in seen._levels) == len(reference)
+    assert len(seen._levels) <= 12
+    old = int(fresh[7])
+    block = data_layer.block_from_arrays(np.ones((3, 1)), np.ones(3), np.array([at + 10**6, old, old]))
+    with pytest.raises(data_layer.DataError, match=f"qid {old} appears again"):
+        seen.add(block)
+
+
 @pytest.mark.parametrize("key,value,reason", [
     ("C", np.array([[1.0]]), "C is not a single number"),
     ("b", np.array("x"), "b is not a vector of numbers"),

@@ -331,7 +331,7 @@ from svmtrain._linear import term_dots
 from svmtrain.engine import ConstraintCache, relative_gap, solve
 from svmtrain.memory import trim_heap
 from svmtrain.records import record
-from svmtrain.solvers.online_reading import (RowDigest, _balanced_windows, _check_runs, _checked,
+from svmtrain.solvers.online_reading import (RowDigest, _balanced_windows, _checked,
                                              _example_starts, _one_window, _rechunk,
                                              _take_examples, _window_parts, _windows)
 from svmtrain.solvers.online_state import STATE_VERSION, StateError
@@ -667,7 +667,12 @@ class OnlineDual:
         blocks = self._skip_done(blocks)
         grouping = self._grouping
         # refused at its line as it is read (before a column is stored as int32 or widens w)
-        examples = _checked(data.whole_examples(blocks, grouping), self.path, self.opt.zero_based)
+        # a sentence whose qid came before in the pass is refused wherever it is (as the
+        # in-memory modes refuse it; a resumed pass checks from where it resumes, 8 bytes a
+        # sentence); a query, by _check_queries, which knows the queries of a resumed pass
+        whole = data.whole_examples(blocks, grouping, self.path,
+                                    refuse_repeats=self.stream_grouping != "queries")
+        examples = _checked(whole, self.path, self.opt.zero_based)
         if not self.shuffles:
             for chunk in _rechunk(examples, grouping, self.opt.chunk):
                 self.row_digest.add(chunk)
@@ -710,8 +715,6 @@ class OnlineDual:
                 self.cache.store.place_window(starts)
             if self.stream_grouping == "queries":      # a query met once in the pass
                 window_qids = self._check_queries(window)
-            elif grouping == "consecutive":
-                _check_runs(window, starts, self.path)
             rng = np.random.default_rng([self.opt.seed, self.pass_, self.rows_done])
             order = rng.permutation(n)
             self.window_examples = n

@@ -56,17 +56,6 @@ class RowDigest:
         return ((a ^ (c << 16)) << 31 ^ (b ^ (d << 8))) & ((1 << 62) - 1)
 
 
-def _check_runs(window, starts, path):
-    """An example (a qid run) whose qid comes back after other examples in the same shuffle window
-    would be joined to its namesake once shuffled next to it: refused as the in-memory modes do."""
-    i = data.repeated_run(window.qid, starts[:-1])
-    if i is None:
-        return
-    raise data.DataError(path, int(window.line[i]), f"qid {int(window.qid[i])} appears again after "
-                                                    "other examples: an example's lines must be "
-                                                    "consecutive")
-
-
 def _rechunk(blocks, grouping, size):
     """Blocks of whole examples re-cut into chunks of `size` examples (the last may be short), so
     that chunks, and the model, do not depend on how the reader cut the file. Only a chunk that

@@ -163,11 +163,20 @@ class Sequence(LabelledTask):
         narrow_row_arrays(block, self.compact_values)
         return problem
 
-    def _parts(self, w, block, geometry):
+    def _parts(self, w, block, geometry, path):
+        """The emission scores E (tokens x K) and the transitions T ((K + 1) x K); a token whose
+        scores overflow (feature values of about 1e300, which a test file may have: a training
+        file's rows are checked by check_norms) is refused at its line, since Viterbi compares
+        sums of scores."""
         W = geometry.width
         E = block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
                          geometry.n_cols, self.K, 0.0 if geometry.bias is None else float(geometry.bias),
                          geometry.bias is not None, True)
+        finite = np.isfinite(E).all(axis=1)
+        if not finite.all():
+            row = int(np.argmin(finite))
+            raise DataError(path, int(block.line[row]), "the token's scores overflow (feature "
+                            "values of about 1e300 and more): scale the features")
         T = np.ascontiguousarray(w[self.K * W:].reshape(self.K + 1, self.K))
         return E, T
 
@@ -184,7 +193,7 @@ class Sequence(LabelledTask):
         kind, rescaling = 0 if self.loss == "hamming" else 1, 1 if self.rescaling == "slack" else 0
         for a, b in _sentence_chunks(seq_ptr):
             lo, hi = int(seq_ptr[a]), int(seq_ptr[b])
-            E, T = self._parts(w, block.rows(lo, hi), geometry)
+            E, T = self._parts(w, block.rows(lo, hi), geometry, path)
             tags[lo:hi], value[a:b], delta[a:b] = viterbi_loss_augmented(
                 E, T, seq_ptr[a:b + 1] - lo, y[lo:hi], kind, rescaling)
         return seq_ptr, y, tags, value, delta
@@ -304,7 +313,7 @@ class Sequence(LabelledTask):
 
     def predict(self, w, block, geometry, path):
         seq_ptr = sentences(block, path)
-        E, T = self._parts(w, block, geometry)
+        E, T = self._parts(w, block, geometry, path)
         tags, _ = viterbi(E, T, seq_ptr)
         return self.labels[tags], E
 
