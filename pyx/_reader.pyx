@@ -30,9 +30,11 @@ from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_S
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
-from libc.stdlib cimport calloc, malloc, realloc, free
+from libc.stdlib cimport calloc, malloc, qsort, realloc, free
 from libc.string cimport memchr, memcpy, memcmp, strlen
 from libc.math cimport fabs, isfinite, isnan
+
+from _viterbi cimport _backward, _decode
 
 cdef extern from *:
     """
@@ -1250,6 +1252,152 @@ cdef tuple _predict_parsed(Parser parser, const double* w, Py_ssize_t w_size, in
     parser.n_rows = 0
     parser.nnz = 0
     return taken_text(buf, size), correct, first_predicted, first_true, first_both
+
+
+cdef int _cmp_int64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*> a)[0], y = (<const int64_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+def tag_parsed(Parser parser not None, w, int64_t n_cols, int64_t K, double bias, bint has_bias,
+               list labels not None, list label_texts not None, bint scores):
+    """Tag the sentences of the rows `parser` holds, every one of them whole (the caller parsed
+    the whole text), with a sequence model, and let the rows go. Returns (the output's lines as
+    str, the tokens whose target is their tag), or None, having written nothing, where the full
+    path must judge: a line without a qid, a sentence's qid coming back after other sentences, a
+    score that is not finite.
+
+    w is the model file's: K class-major emission blocks of width = n_cols + has_bias (the weight
+    of column j in tag k at w[k * width + j], its bias weight at w[k * width + n_cols]), then the
+    (K + 1) x K transitions. E[t, k] = w_k.x_t sums a token's columns below n_cols in its order,
+    then the bias term, as _oracles.block_scores does; a sentence is a run of one qid; its tags are
+    the Viterbi of _viterbi.pxd, as _oracles.viterbi finds them. A line is label_texts[tag]
+    (bytes) or, with `scores`, the reprs of E[t, 0..K-1] joined by a space."""
+    cdef Py_buffer b
+    _acquire(w, &b, c'd', 1, False, b"tag_parsed")
+    try:
+        return _tag_parsed(parser, <const double*> b.buf, b.len // 8, n_cols, K, bias, has_bias,
+                           labels, label_texts, scores)
+    finally:
+        PyBuffer_Release(&b)
+
+
+cdef object _tag_parsed(Parser parser, const double* w, Py_ssize_t w_size, int64_t n_cols,
+                        int64_t K, double bias, bint has_bias, list labels, list label_texts,
+                        bint scores):
+    cdef Py_ssize_t n = parser.n_rows, i, size = 0, longest = 0, n_runs = 0
+    cdef int64_t width = n_cols + (1 if has_bias else 0), p, j, k, a, L, longest_run = 0
+    cdef int64_t correct = 0
+    cdef bint refused = False
+    cdef const int64_t* ip = parser.indptr
+    cdef const int64_t* ind = parser.indices
+    cdef const double* val = parser.data
+    cdef const int64_t* qid = parser.qid
+    cdef const double* target = parser.target
+    cdef const double* T = w + K * width
+    cdef double* E = NULL
+    cdef double* beta = NULL
+    cdef double* label = NULL
+    cdef int64_t* tags = NULL
+    cdef int64_t* run_qid = NULL
+    cdef const char** text = NULL
+    cdef Py_ssize_t* text_len = NULL
+    cdef char* buf
+    if K < 1 or n_cols < 0:
+        raise ValueError("tag_parsed: K >= 1 and n_cols >= 0")
+    if len(labels) != K or len(label_texts) != K:
+        raise ValueError("tag_parsed: one label (and its text) per tag")
+    if w_size != K * width + (K + 1) * K:
+        raise ValueError("tag_parsed: w is not K emission blocks and the transitions")
+    for t in label_texts:
+        longest = max(longest, len(<bytes?> t))
+    if n == 0:
+        return "", 0
+    try:
+        E = <double*> malloc(n * K * sizeof(double))
+        tags = <int64_t*> malloc(n * sizeof(int64_t))
+        run_qid = <int64_t*> malloc(n * sizeof(int64_t))
+        label = <double*> malloc(K * sizeof(double))
+        text = <const char**> malloc(K * sizeof(char*))
+        text_len = <Py_ssize_t*> malloc(K * sizeof(Py_ssize_t))
+        if (E == NULL or tags == NULL or run_qid == NULL or label == NULL or text == NULL
+                or text_len == NULL):
+            raise MemoryError()
+        for k in range(K):
+            label[k] = labels[k]
+            text[k] = <bytes> label_texts[k]
+            text_len[k] = len(<bytes> label_texts[k])
+        with nogil:
+            # the sentences: runs of one qid, each qid once
+            a = 0
+            for i in range(n):
+                if qid[i] < 0:
+                    refused = True
+                    break
+                if i + 1 == n or qid[i + 1] != qid[i]:
+                    run_qid[n_runs] = qid[i]
+                    n_runs += 1
+                    if i + 1 - a > longest_run:
+                        longest_run = i + 1 - a
+                    a = i + 1
+            if not refused:
+                qsort(run_qid, n_runs, sizeof(int64_t), _cmp_int64)
+                for i in range(1, n_runs):
+                    if run_qid[i] == run_qid[i - 1]:
+                        refused = True
+                        break
+            if not refused:
+                for i in range((K + 1) * K):
+                    if not isfinite(T[i]):
+                        refused = True
+                        break
+            if not refused:
+                for i in range(n):
+                    for k in range(K):
+                        E[i * K + k] = 0.0
+                    for p in range(ip[i], ip[i + 1]):
+                        j = ind[p]
+                        if 0 <= j < n_cols:
+                            for k in range(K):
+                                E[i * K + k] += w[k * width + j] * val[p]
+                    if has_bias:
+                        for k in range(K):
+                            E[i * K + k] += w[k * width + n_cols] * bias
+                    for k in range(K):
+                        if not isfinite(E[i * K + k]):
+                            refused = True
+        if refused:
+            return None
+        beta = <double*> malloc(longest_run * K * sizeof(double))
+        if beta == NULL:
+            raise MemoryError()
+        buf = text_buffer(n * ((K * (MAX_REPR + 1) if scores else longest) + 1))
+        with nogil:
+            a = 0
+            for i in range(n):
+                if i + 1 == n or qid[i + 1] != qid[i]:
+                    L = i + 1 - a
+                    _backward(E + a * K, T, NULL, L, K, beta)
+                    _decode(T, beta, L, K, tags + a)
+                    a = i + 1
+            for i in range(n):
+                correct += label[tags[i]] == target[i]
+                if scores:
+                    for k in range(K):
+                        if k:
+                            buf[size] = c' '
+                            size += 1
+                        size += put_repr(buf + size, E[i * K + k])
+                else:
+                    memcpy(buf + size, text[tags[i]], text_len[tags[i]])
+                    size += text_len[tags[i]]
+                buf[size] = c'\n'
+                size += 1
+    finally:
+        free(E); free(beta); free(tags); free(run_qid); free(label); free(text); free(text_len)
+    parser.n_rows = 0
+    parser.nnz = 0
+    return taken_text(buf, size), correct
 
 
 cdef inline void _add_regression(double* s, double y, double v) noexcept nogil:

@@ -6,9 +6,9 @@ help as click renders it at the width of a terminal of 80 columns or more is kep
 svmtrain._usage (written by `make man`, from the CLI itself; tests/test_startup.py checks that it is
 click's text, byte for byte). A narrower terminal, and every other command line, go to click.
 
-`svmtrain predict` of a binary, multiclass or regression linear model, the common case, is first
-offered to svmtrain.lean_predict, which imports neither click nor numpy and hands the command back
-when it is not of its plain form.
+`svmtrain predict` of a binary, multiclass, regression or sequence linear model, the common case,
+is first offered to svmtrain.lean_predict, which imports neither click nor numpy and hands the
+command back when it is not of its plain form.
 
 The cyclic garbage collector is off while the command's modules are imported, and what they made
 is then frozen out of its way: an import makes long-lived objects and next to no cycles, yet

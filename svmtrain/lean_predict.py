@@ -8,12 +8,14 @@ form
     svmtrain predict [--scores] [--json] [-q|--quiet] TEST_FILE MODEL_FILE [OUTPUT]
 
 with a TEST_FILE (a regular file or `-`, standard input), plain or gzip/bzip2/xz-compressed, of
-at most LEAN_BYTES of text, and a binary, multiclass or regression linear model in svmtrain's
-format as svmtrain writes it (the header's keys in their order, each value spelled as the writer
-spells it, training controls included), or a binary model in LIBLINEAR's format as its save_model
-writes it. The text is parsed by the reader's C parser and its rows are scored, labelled and written as text where
-they lie (`_reader.predict_parsed`, `_reader.regress_parsed`); the output, the metric line and
---json's object are the bytes the full path writes.
+at most LEAN_BYTES of text, and a binary, multiclass, regression or sequence linear model in
+svmtrain's format as svmtrain writes it (the header's keys in their order, each value spelled as
+the writer spells it, training controls included), or a binary model in LIBLINEAR's format as its
+save_model writes it. The text is parsed by the reader's C parser and its rows are scored,
+labelled and written as text where they lie (`_reader.predict_parsed`, `_reader.regress_parsed`;
+a sequence file's, of at most LEAN_SEQUENCE_BYTES, once parsed whole: `_reader.tag_parsed`, whose
+Viterbi is the oracles' own); the output, the metric line and --json's object are the bytes the
+full path writes.
 
 Anything else, and anything unexpected on the way (a model or data line the full path would
 refuse, or read in a way of its own), is not judged here: `run` returns None, having written
@@ -37,8 +39,14 @@ import sys
 LEAN_BYTES = 64 << 20
 #: ... and when the predictions go to standard output, where they are held until the end
 LEAN_STDOUT_BYTES = 8 << 20
-#: the largest model file read here (whole, before its weights are parsed)
-LEAN_MODEL_BYTES = 16 << 20
+#: ... and of a sequence file, whose rows are parsed whole before their sentences are tagged
+#: (a sentence may run past any piece of the text): its rows and emission scores take several
+#: times the text's bytes
+LEAN_SEQUENCE_BYTES = 4 << 20
+#: the most weights a model read here has (w's memory: 8 bytes each); its file is read a piece
+#: of _MODEL_PIECE bytes at a time, its header within the first piece
+LEAN_MODEL_WEIGHTS = 1 << 27
+_MODEL_PIECE = 1 << 20
 _READ = 1 << 20                 # input bytes per parse, as svmtrain.data.STREAM_BLOCK
 
 _FLAGS = {"--scores": "scores", "--json": "json", "-q": "quiet", "--quiet": "quiet"}
@@ -67,6 +75,8 @@ def run(args):
         if model is None or (not to_stdout and (output == "" or os.path.isdir(output))):
             return None
         limit = LEAN_STDOUT_BYTES if to_stdout else LEAN_BYTES
+        if model.task == "sequence":
+            limit = min(limit, LEAN_SEQUENCE_BYTES)
         if test == "-":
             held = _read_stdin(limit + 1)
             if len(held) > limit:
@@ -190,13 +200,9 @@ def _input_kind(path, limit):
     return kind if kind != "plain" or st.st_size <= limit else None
 
 
-def _plain_file(path, limit):
-    """A regular file of at most `limit` bytes that is not compressed."""
-    return _input_kind(path, limit) == "plain"
-
-
 # ---------------------------------------------------------------------------------------------
-# The model: svmtrain's format as model.format_model writes a binary, multiclass or regression
+# The model: svmtrain's format as model.format_model writes a binary, multiclass, regression or
+# sequence
 # linear model
 
 
@@ -317,10 +323,9 @@ _HEADER = (("mode", _word(_MODES)), ("solver", _solver), ("C", _positive), ("bia
            ("features", _count), ("index_base", lambda tok: int(_word(("0", "1"))(tok))),
            ("labels", None), ("epsilon", _non_negative), ("dual", _float), ("primal", _float),
            ("relative_gap", _float), ("examples", _count), ("seed", _int), ("epochs", _count))
-_TASK_HEADER = {"binary": (),
-                "multiclass": (("loss", _word(("zero-one", "hamming"))),
-                               ("rescaling", _word(("margin", "slack")))),
-                "regression": (("p", _non_negative),)}
+_LOSS_RESCALING = (("loss", _word(("zero-one", "hamming"))), ("rescaling", _word(("margin", "slack"))))
+_TASK_HEADER = {"binary": (), "multiclass": _LOSS_RESCALING, "regression": (("p", _non_negative),),
+                "sequence": _LOSS_RESCALING}
 # the training controls (model.HEADER_KEYS' last keys, each written only when used): they change
 # how w was trained, not how it predicts; values whose lines hold spaces are read whole (`rest`)
 _CONTROLS = (("class_weights", _pairs(_model_label, _positive)),
@@ -335,24 +340,23 @@ _SPACED = ("class_weights", "example_weights", "reg_scale", "prior")
 
 def read_model(path):
     """The LeanModel of the file at `path`, or None when it is not of the form read here."""
-    if not _plain_file(path, LEAN_MODEL_BYTES):
+    if _input_kind(path, float("inf")) != "plain":
         return None
-    with open(path, "rb") as f:
-        data = f.read()
     try:
-        return _parse(data)
+        with open(path, "rb") as f:
+            return _parse(f.read(_MODEL_PIECE), f.read)
     except (_NotHere, UnicodeError):
         return None
 
 
 class _Lines:
-    """The model file's lines, each ASCII without '\\r', else _NotHere; `pos` is where the next
-    one starts."""
+    """The model file's header lines, each ASCII without '\\r', else _NotHere; `pos` is where
+    the next one starts. `more(n)` reads on from the file (None: `data` is all of it)."""
 
-    def __init__(self, data):
-        if not data.endswith(b"\n"):
+    def __init__(self, data, more=None):
+        if more is None and not data.endswith(b"\n"):
             raise _NotHere          # (truncated, says the full reader)
-        self.data, self.pos = data, 0
+        self.data, self.pos, self.more = data, 0, more
 
     def __call__(self):
         j = self.data.find(b"\n", self.pos)
@@ -365,19 +369,38 @@ class _Lines:
         return text
 
 
-def _weights(data, pos, size, n_lines, sparse, rows, after):
-    """The weights body (model._Source.weights_body's fast path, the same C parser) and then
-    exactly `after`, the rest of the file; else _NotHere."""
+def _weights(line, size, n_lines, sparse, rows, after):
+    """The weights body from line.pos on (model._Source.weights_body's fast path, the same C
+    parser), a piece of the file at a time, and then exactly `after`, the rest of the file;
+    else _NotHere."""
     from svmtrain._reader import weight_lines, zeros
+    data, pos, more = line.data, line.pos, line.more
+    eof = more is None
     w = zeros(size)
-    done, pos, _, _ = weight_lines(data, pos, True, n_lines, sparse, w, -1, rows)
-    if done != n_lines or data[pos:] != after:
+    done, at = 0, -1
+    while True:
+        k, pos, at, stopped = weight_lines(data, pos, eof, n_lines - done, sparse, w, at, rows)
+        done += k
+        if stopped or done == n_lines or eof:
+            break
+        piece = more(_MODEL_PIECE)
+        data, pos, eof = data[pos:] + piece, 0, not piece
+    if done != n_lines:
         raise _NotHere
+    rest = data[pos:]
+    while not eof and len(rest) <= len(after):
+        piece = more(len(after) + 1 - len(rest))
+        eof = not piece
+        rest += piece
+    if rest != after or not data.endswith(b"\n") and not rest:
+        raise _NotHere              # (the full reader: truncated, or more after the weights)
     return w
 
 
-def _parse(data):
-    line = _Lines(data)
+def _parse(data, more=None):
+    """The LeanModel of a model file's bytes: `data` all of them, or its first piece and `more`
+    the file's read."""
+    line = _Lines(data, more)
     first = line()
     if first.startswith("solver_type "):
         return _parse_liblinear(line, first)
@@ -407,18 +430,20 @@ def _parse(data):
             values[key] = check(rest)
         text = line()
     labels = values.get("labels", [])
-    K = len(labels) if task == "multiclass" else 1
-    if task != "regression" and ((len(labels) != 2 if task == "binary" else K < 2)
+    K = len(labels) if task in ("multiclass", "sequence") else 1
+    if task != "regression" and ((len(labels) != 2 if task == "binary" else
+                                  K < (1 if task == "sequence" else 2))
                                  or len(set(labels)) != len(labels)):
         raise _NotHere
     n_cols, bias = values["features"], values["bias"]
     width = n_cols + (bias is not None)
-    size = width * K
+    # a sequence model's K emission blocks are followed by its (K + 1) x K transitions
+    size = width * K + ((K + 1) * K if task == "sequence" else 0)
     spec = text.split(" ")
     if len(spec) != 3 or spec[0] != "weights" or spec[1] not in ("dense", "sparse"):
         raise _NotHere
-    if size > LEAN_MODEL_BYTES // 2:
-        raise _NotHere      # (more weights than a dense body read here can hold: w's memory)
+    if size > LEAN_MODEL_WEIGHTS:
+        raise _NotHere      # (w's memory: the full path's to judge)
     if "prior" in values and values["prior"][-1][0] >= size:
         raise _NotHere      # (the full reader: an index past the weights)
     sparse = spec[1] == "sparse"
@@ -428,9 +453,11 @@ def _parse(data):
             raise _NotHere
     else:
         n_lines = size
-        if spec[2] != (f"{K}x{width}" if task == "multiclass" else str(width)):
+        if spec[2] != (f"{K}x{width}" if task == "multiclass" else str(size)):
             raise _NotHere
-    w = _weights(data, line.pos, size, n_lines, sparse, K, b"end\n")
+    # (multiclass weights transposed to feature-major as they are read; a sequence model's are
+    # tagged in the file's layout, _reader.tag_parsed)
+    w = _weights(line, size, n_lines, sparse, K if task == "multiclass" else 1, b"end\n")
     return LeanModel(task, w, n_cols, K, bias, labels, values["index_base"])
 
 
@@ -463,9 +490,9 @@ def _parse_liblinear(line, first):
         raise _NotHere
     bias = None if b < 0 else b           # LIBLINEAR: a bias below 0 is none
     size = n_cols + (bias is not None)
-    if size > LEAN_MODEL_BYTES // 2:
+    if size > LEAN_MODEL_WEIGHTS:
         raise _NotHere
-    w = _weights(line.data, line.pos, size, size, False, 1, b"")
+    w = _weights(line, size, size, False, 1, b"")
     return LeanModel("binary", w, n_cols, 1, bias, labels, 1)
 
 
@@ -516,6 +543,17 @@ class _Accuracy:
         return text + "}"
 
 
+class _TokenAccuracy(_Accuracy):
+    """TokenAccuracy's figures (svmtrain.tasks.sequence): AccuracyMetric's, over tokens."""
+
+    def __init__(self):
+        super().__init__(False)
+
+    def line(self):
+        accuracy = self.correct / self.total if self.total else 0.0
+        return "Token accuracy = %g%% (%d/%d)" % (100.0 * accuracy, self.correct, self.total)
+
+
 class _Regression:
     """RegressionMetric's figures (svmtrain.tasks.regression), from the same RegressionSums."""
 
@@ -539,8 +577,9 @@ def _predict(f, plain, limit, model, scores, write):
     """Write the predictions of the rows of the text stream f (a plain file or a decompressor);
     the metric (_Accuracy or _Regression)."""
     from svmtrain import _reader
-    regression = model.task == "regression"
-    metric = _Regression() if regression else _Accuracy(model.task == "binary")
+    regression, sequence = model.task == "regression", model.task == "sequence"
+    metric = (_Regression() if regression else _TokenAccuracy() if sequence else
+              _Accuracy(model.task == "binary"))
     texts = [label_text(x).encode("ascii") for x in model.labels]
     labels = model.labels
     bias = 0.0 if model.bias is None else model.bias
@@ -567,7 +606,9 @@ def _predict(f, plain, limit, model, scores, write):
         if err:
             raise _NotHere                   # the full path names the line
         rows = parser.n_rows
-        if regression:
+        if sequence:
+            pass                             # (tagged once the whole text is parsed)
+        elif regression:
             write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
                                          model.bias is not None, metric.sums))
         else:
@@ -584,6 +625,14 @@ def _predict(f, plain, limit, model, scores, write):
             buf.extend(bytes(len(buf)))      # one line longer than the buffer
         if eof and n == 0:
             break
+    if sequence:
+        rows = parser.n_rows
+        tagged = _reader.tag_parsed(parser, model.w, model.n_cols, model.K, bias,
+                                    model.bias is not None, labels, texts, scores)
+        if tagged is None:
+            raise _NotHere                   # (the full path names the line)
+        metric.add((tagged[0], tagged[1], 0, 0, 0), rows)
+        write(tagged[0])
     return metric
 
 

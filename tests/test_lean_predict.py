@@ -28,6 +28,8 @@ PENDIGITS = os.path.join(DATA, "pendigits_scale.train.sample")
 PENDIGITS_TEST = os.path.join(DATA, "pendigits_scale.test.sample")
 CPUSMALL = os.path.join(DATA, "cpusmall_scale.train.sample")
 CPUSMALL_TEST = os.path.join(DATA, "cpusmall_scale.test.sample")
+CONLL = os.path.join(DATA, "conll2000.train.svm")
+CONLL_TEST = os.path.join(DATA, "conll2000.test.svm")
 
 # the console script's entry, reporting at exit whether numpy was imported (the lean path ran)
 _CONSOLE = """
@@ -105,6 +107,11 @@ def models(tmp_path_factory):
                                     "--nonneg", "1-5,bias", "--reg-scale", str(scale)),
         "multiclass weighted": train(d, PENDIGITS, "multiclass_weighted", "-t", "multiclass",
                                      "--class-weight", "balanced"),
+        "sequence": train(d, CONLL, "sequence", "-t", "sequence", "-c", "0.1"),
+        "sequence bias": train(d, CONLL, "sequence_bias", "-t", "sequence", "-B", "1",
+                               "-m", "n-slack"),
+        "sequence slack zero-one": train(d, CONLL, "sequence_slack", "-t", "sequence", "--loss",
+                                         "zero-one", "--rescaling", "slack", "-e", "0.01"),
     }
     models["binary prior"] = train(d, HEART, "binary_prior", "--prior", models["binary"])
     return models
@@ -112,12 +119,14 @@ def models(tmp_path_factory):
 
 def _test_file(kind):
     return (PENDIGITS_TEST if kind.startswith("multiclass") else
-            CPUSMALL_TEST if kind.startswith("regression") else HEART)
+            CPUSMALL_TEST if kind.startswith("regression") else
+            CONLL_TEST if kind.startswith("sequence") else HEART)
 
 
 KINDS = ["binary", "binary bias", "binary 1-slack", "binary online", "multiclass",
          "multiclass bias", "regression", "regression bias", "binary weighted",
-         "binary constrained", "binary prior", "multiclass weighted"]
+         "binary constrained", "binary prior", "multiclass weighted", "sequence", "sequence bias",
+         "sequence slack zero-one"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -128,6 +137,8 @@ def test_the_lean_path_writes_what_the_full_path_writes(tmp_path, models, kind, 
     assert not imported and status == 0 and written
     if kind.startswith("regression"):
         assert err.startswith("Mean squared error = ") and "Squared correlation" in err
+    elif kind.startswith("sequence"):
+        assert err.startswith("Token accuracy = ")
     else:
         assert err.startswith("Accuracy = ")
 
@@ -143,7 +154,8 @@ def test_the_models_hold_the_controls(models):
         assert all(k in header for k in keys), kind
 
 
-@pytest.mark.parametrize("kind", ["binary", "multiclass", "regression bias", "binary weighted"])
+@pytest.mark.parametrize("kind", ["binary", "multiclass", "regression bias", "binary weighted",
+                                  "sequence"])
 def test_json_is_the_full_paths(tmp_path, models, kind):
     for extra in ([], ["-q"], ["--scores"]):
         imported, status, out, err, written = both(
@@ -314,6 +326,80 @@ def test_standard_input(tmp_path, models, compress, output):
     assert imported and status == 2 and err.startswith("Error: -:2: ") and written is None
 
 
+def _sentences_changed(change):
+    """conll2000's test file with its lines changed by change(lines) (a list of bytes)."""
+    with open(CONLL_TEST, "rb") as f:
+        lines = f.read().splitlines()
+    change(lines)
+    return b"".join(line + b"\n" for line in lines)
+
+
+def _qid_again(lines):
+    lines.append(lines[0])              # the first sentence's qid, after all the others
+
+
+def _no_qid(lines):
+    lines[30] = b" ".join(t for t in lines[30].split() if not t.startswith(b"qid:"))
+
+
+def _huge(lines):
+    lines[40] = lines[40].split()[0] + b" " + lines[40].split()[1] + b" " + b" ".join(
+        b"%d:1e308" % j for j in range(1, 300))
+
+
+def _one_token_sentences(lines):
+    lines[:] = [b"%s qid:%d %s" % (line.split()[0], k + 1, b" ".join(line.split()[2:]))
+                for k, line in enumerate(lines)]
+
+
+def _comments_blank_crlf(lines):
+    lines.insert(0, b"# a comment")
+    lines.insert(5, b"")
+    lines[10] = lines[10] + b" # a token's comment\r"
+
+
+@pytest.mark.parametrize("change,declined", [(_qid_again, True), (_no_qid, True), (_huge, True),
+                                             (_one_token_sentences, False),
+                                             (_comments_blank_crlf, False)])
+def test_sentences_the_lean_path_tags_or_declines(tmp_path, models, change, declined):
+    """Sentences as the full path reads them: a qid that comes back, a line without one and
+    scores that overflow are the full path's to name (exit 2, no file); one-token sentences,
+    comments, blank lines and CRLF ends are tagged here, the same bytes."""
+    test = tmp_path / "test.svm"
+    test.write_bytes(_sentences_changed(change))
+    for extra in ([], ["--scores"]):
+        imported, status, out, err, written = both([str(test), models["sequence"], "out", *extra],
+                                                   tmp_path, output="out")
+        assert imported == declined
+        if declined:
+            assert status == 2 and f"Error: {test}:" in err and written is None
+        else:
+            assert status == 0 and err.startswith("Token accuracy = ") and written
+
+
+def test_sequence_standard_input_and_compressed(tmp_path, models):
+    with open(CONLL_TEST, "rb") as f:
+        text = f.read()
+    gz = tmp_path / "test.svm.gz"
+    gz.write_bytes(gzip.compress(text))
+    for feed, args in ((text, ["-"]), (gzip.compress(text), ["-"]), (None, [str(gz)])):
+        imported, status, out, err, _ = both([*args, models["sequence bias"]], tmp_path,
+                                             stdin=feed)
+        assert not imported and status == 0 and out.count("\n") == text.count(b"\n")
+
+
+def test_a_sequence_file_past_the_lean_limit_goes_to_the_full_path(tmp_path, models,
+                                                                   monkeypatch):
+    """A sequence file's rows are parsed whole before they are tagged: past LEAN_SEQUENCE_BYTES
+    the full path, which streams it, reads it."""
+    monkeypatch.setattr(lean_predict, "LEAN_SEQUENCE_BYTES", os.path.getsize(CONLL_TEST) - 1)
+    assert lean_predict.run([CONLL_TEST, models["sequence"], str(tmp_path / "out")]) is None
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(lean_predict, "LEAN_SEQUENCE_BYTES", os.path.getsize(CONLL_TEST))
+    assert lean_predict.run(["-q", CONLL_TEST, models["sequence"], str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out").read_bytes().count(b"\n") == 1171
+
+
 def test_standard_input_declined_is_put_back_whole(tmp_path, models, monkeypatch):
     """Past the lean limit, the full path gets standard input as it came: the bytes the lean
     path read, then the rest."""
@@ -424,6 +510,7 @@ def _mutations(text, rng):
 
 
 @pytest.mark.parametrize("kind", ["binary", "binary bias", "multiclass bias", "regression bias",
+                                  "sequence bias",
                                   "binary weighted", "binary constrained", "binary prior"])
 def test_the_lean_model_reader_accepts_only_what_reads_the_same(models, kind):
     with open(models[kind]) as f:
@@ -469,6 +556,35 @@ def test_the_lean_liblinear_reader_accepts_only_what_reads_the_same(liblinear_mo
             _same_model(lean, mutated)
         except ModelError as e:
             pytest.fail(f"the lean reader took a model the full one refuses ({e}):\n{mutated}")
+
+
+def _model_bits(lean):
+    return lean.task, lean.labels, lean.n_cols, lean.bias, np.asarray(lean.w).view(np.int64).tolist()
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass bias", "sequence", "sequence bias", "ll"])
+def test_a_model_read_in_pieces_is_the_model_read_whole(tmp_path, models, liblinear_models,
+                                                        monkeypatch, kind):
+    """The model file is read _MODEL_PIECE bytes at a time (its header in the first piece): a
+    weight line cut by a piece, the `end` line in the next piece, a truncated file and bytes
+    after the end, each at every cut, read as the whole file's bytes read."""
+    path = liblinear_models[kind] if kind == "ll" else models[kind]
+    with open(path, "rb") as f:
+        text = f.read()
+    whole = lean_predict._parse(text)
+    header = text.index(b"\nw\n" if kind == "ll" else b"\nweights ")
+    header = text.index(b"\n", header + 1) + 1
+    for piece in (header + 1, header + 7, 333, 4096):
+        monkeypatch.setattr(lean_predict, "_MODEL_PIECE", piece)
+        assert _model_bits(lean_predict.read_model(path)) == _model_bits(whole)
+    monkeypatch.setattr(lean_predict, "_MODEL_PIECE", header - 1)
+    assert lean_predict.read_model(path) is None          # (the header past the first piece)
+    monkeypatch.setattr(lean_predict, "_MODEL_PIECE", header + 5)
+    bad = tmp_path / "bad.model"
+    for broken in (text[:-1], text[:-4], text[: header + 40], text + b"x", text + b"\n",
+                   text + text[-4:], text.replace(b"\nend\n", b"\n") if kind != "ll" else text[:-1]):
+        bad.write_bytes(broken)
+        assert lean_predict.read_model(str(bad)) is None, broken[-30:]
 
 
 def test_predict_imports_neither_numpy_nor_click(tmp_path, models):
