@@ -162,6 +162,14 @@ def odd_files(task, content):
         "huge values 1e200 all": b"\n".join(b" ".join(t.split(b":")[0] + b":1e200" if b":" in t and not
                                                      t.startswith((b"qid", b"cost")) else t
                                                      for t in l.split()) for l in lines) + b"\n",
+        # every feature at 1e308: a row's scores overflow to inf (and to nan where a weight's
+        # sign alternates): decision values, Viterbi, the metrics and the primal must take them
+        "overflowing values 1e308 all": b"\n".join(b" ".join(t.split(b":")[0] + b":1e308" if b":" in t and not
+                                                            t.startswith((b"qid", b"cost")) else t
+                                                            for t in l.split()) for l in lines) + b"\n",
+        "overflowing values +-1e308": b"\n".join(b" ".join(t.split(b":")[0] + (b":1e308" if k % 2 else b":-1e308")
+                                                          if b":" in t and not t.startswith((b"qid", b"cost")) else t
+                                                          for k, t in enumerate(l.split())) for l in lines) + b"\n",
         "tiny values 1e-320": b"\n".join(_set_feature(0, value=b"1e-320")(l) for l in lines) + b"\n",
         "huge target 1e300": _target_all(b"\n".join(lines), b"1e300") if task in ("regression", "constraints")
         else b"\n".join([b"1e300 " + b" ".join(lines[0].split()[1:])] + lines[1:]),

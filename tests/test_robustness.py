@@ -406,19 +406,33 @@ def test_sequence_predict_error_names_the_file(tmp_path, sequence_model):
     _assert_refused(r, out, f"{bad}:5:", "needs qid:N on every line")
 
 
+@pytest.fixture(scope="module")
+def ranking_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rankmodel")
+    (d / "train.svm").write_bytes(_head("ohsumed.train.sample", 200))
+    r = CliRunner().invoke(main, ["train", "-q", "-t", "ranking", str(d / "train.svm"),
+                                  str(d / "rank.model")])
+    assert r.exit_code == 0, r.output
+    return d / "rank.model"
+
+
 @pytest.mark.parametrize("command", ["predict", "verify-bound"])
-def test_sequence_scores_that_overflow_are_refused_at_their_line(tmp_path, sequence_model,
-                                                                 command):
-    """Feature values of 1e308 overflow a token's emission scores: Viterbi's input check raised
-    a ValueError with a traceback; the line is named instead."""
-    lines = _lines(_head("conll2000.train.svm", 40))
-    lines[6] = b" ".join(lines[6].split()[:2] + [b"%d:1e308" % j for j in range(1, 300)])
+@pytest.mark.parametrize("task", ["sequence", "ranking"])
+def test_scores_that_overflow_are_refused_at_their_line(tmp_path, sequence_model, ranking_model,
+                                                        command, task):
+    """Feature values of 1e308 overflow a row's scores: Viterbi's input check (a token's
+    emission scores) and the ranking pairs' (a document's score) raised a ValueError with a
+    traceback; the line is named instead."""
+    data, model = {"sequence": ("conll2000.train.svm", sequence_model),
+                   "ranking": ("ohsumed.train.sample", ranking_model)}[task]
+    lines = _lines(_head(data, 40))
+    lines[6] = b" ".join(lines[6].split()[:2] + [b"%d:1e308" % j for j in range(1, 46)])
     bad = tmp_path / "huge.svm"
     bad.write_bytes(b"\n".join(lines) + b"\n")
     out = tmp_path / "out"
     out.mkdir()
-    args = ({"predict": ["predict", str(bad), str(sequence_model), str(out / "p")],
-             "verify-bound": ["verify-bound", "-q", str(sequence_model), str(bad)]}[command])
+    args = ({"predict": ["predict", str(bad), str(model), str(out / "p")],
+             "verify-bound": ["verify-bound", "-q", str(model), str(bad)]}[command])
     r = CliRunner().invoke(main, args)
     _assert_refused(r, out, f"{bad}:7:", "scores overflow")
 

@@ -422,6 +422,21 @@ class PredictsScores:
         return repr(float(value))
 
 
+def finite_scores(scores, block, path, what="row"):
+    """`scores` (one per row, or a row of them each), or a DataError at the first row whose
+    scores overflowed: feature values of about 1e300 and more, which a test file may have (a
+    training file's rows are checked by data.check_norms), where the task compares or sums
+    scores (ranking's pairs, Viterbi's paths) and an inf or nan would be meaningless."""
+    finite = np.isfinite(scores)
+    if finite.ndim > 1:
+        finite = finite.all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise DataError(path, int(block.line[row]), f"the {what}'s scores overflow (feature values "
+                        "of about 1e300 and more): scale the features")
+    return scores
+
+
 def group_costs(block, first, inverse, path, what):
     """The cost of each group of rows (its first row's), after checking that every row of the group
     gives the same one: a query or a sentence has one slack, so one cost."""

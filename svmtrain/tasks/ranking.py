@@ -20,7 +20,8 @@ import numpy as np
 
 from svmtrain._oracles import ndcg_at_k, ranking_pair_coefficients, ranking_pair_stats, summed_rows
 from svmtrain.data import DataError
-from svmtrain.tasks.base import Constraints, Geometry, PredictsScores, Problem, Task, group_costs
+from svmtrain.tasks.base import (Constraints, Geometry, PredictsScores, Problem, Task, finite_scores,
+                                 group_costs)
 
 
 def queries(block, path):
@@ -169,12 +170,15 @@ class Ranking(PredictsScores, Task):
         """Per query, the sum of its pairs' hinge losses (each already >= 0)."""
         query_costs(block, path)      # a query's lines agree on their cost (errors name the file)
         order, query_ptr = queries(block, path)
-        hinge, _, _ = ranking_pair_stats(geometry.scores(w, block), block.target, query_ptr, order)
+        scores = finite_scores(geometry.scores(w, block), block, path)
+        hinge, _, _ = ranking_pair_stats(scores, block.target, query_ptr, order)
         return hinge
 
     def predict(self, w, block, geometry, path):
         queries(block, path)   # every line needs its qid, for the metric
-        return super().predict(w, block, geometry, path)
+        scores, _ = super().predict(w, block, geometry, path)
+        finite_scores(scores, block, path)   # (the metric orders each query's pairs by them)
+        return scores, scores
 
     def new_metric(self):
         return RankingMetric()

@@ -25,7 +25,8 @@ import numpy as np
 from svmtrain._oracles import block_scores, viterbi, viterbi_loss_augmented
 from svmtrain.data import (DataError, distinct, index_dtype, narrow_row_arrays, repeated_run,
                            value_dtype)
-from svmtrain.tasks.base import Constraints, Geometry, LabelledTask, Problem, group_costs
+from svmtrain.tasks.base import (Constraints, Geometry, LabelledTask, Problem, finite_scores,
+                                 group_costs)
 from svmtrain.tasks.multiclass import AccuracyMetric
 
 ORACLE_TOKENS = 16384          # tokens of whole sentences per loss-augmented Viterbi call
@@ -164,19 +165,13 @@ class Sequence(LabelledTask):
         return problem
 
     def _parts(self, w, block, geometry, path):
-        """The emission scores E (tokens x K) and the transitions T ((K + 1) x K); a token whose
-        scores overflow (feature values of about 1e300, which a test file may have: a training
-        file's rows are checked by check_norms) is refused at its line, since Viterbi compares
-        sums of scores."""
+        """The emission scores E (tokens x K), a token whose scores overflow refused at its line
+        (finite_scores), and the transitions T ((K + 1) x K)."""
         W = geometry.width
         E = block_scores(block.indptr, block.indices, block.data, np.ascontiguousarray(w),
                          geometry.n_cols, self.K, 0.0 if geometry.bias is None else float(geometry.bias),
                          geometry.bias is not None, True)
-        finite = np.isfinite(E).all(axis=1)
-        if not finite.all():
-            row = int(np.argmin(finite))
-            raise DataError(path, int(block.line[row]), "the token's scores overflow (feature "
-                            "values of about 1e300 and more): scale the features")
+        finite_scores(E, block, path, "token")
         T = np.ascontiguousarray(w[self.K * W:].reshape(self.K + 1, self.K))
         return E, T
 
