@@ -2,10 +2,14 @@
 every byte split point, every kind of malformed line, compressed input and stdin, float exactness,
 and random garbage."""
 import bz2
+import fractions
 import gzip
+import importlib.util
 import io
 import lzma
+import math
 import os
+import random
 import struct
 import subprocess
 import sys
@@ -499,6 +503,51 @@ def test_float_edge_cases():
             parse(s)
 
 
+def test_float_decimals_of_up_to_19_digits_at_every_exponent():
+    """The Eisel-Lemire path (19 significant digits at most, any exponent; strtod where it cannot
+    decide) against Python's correctly rounded float(): random digit strings, and the points
+    halfway between two doubles, written exactly where 19 digits hold them (round half to even)
+    and to 19 digits, one unit below and above."""
+    rng = random.Random(4)
+    cases = []
+    for _ in range(20000):
+        nd = rng.randint(1, 19)
+        cases.append(f"{rng.randint(10 ** (nd - 1), 10 ** nd - 1)}e{rng.randint(-345, 310)}")
+    for _ in range(3000):
+        m = 2 * (rng.getrandbits(53) | 1 << 53) + 1          # halfway: one bit past 53
+        e = rng.randint(-12, 9)
+        exact = str(m << e) if e >= 0 else f"{m * 5 ** -e}e{e}"
+        if len(exact.split("e")[0]) <= 19:
+            cases += [exact, "-" + exact]
+        x = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(63)))[0]
+        if math.isfinite(x) and x:
+            mid = (fractions.Fraction(x) + fractions.Fraction(math.nextafter(x, math.inf))) / 2
+            digits, _, ex = f"{mid.numerator / mid.denominator:.18e}".partition("e")
+            whole = int(digits.replace(".", ""))
+            cases += [f"{whole + d}e{int(ex) - 18}" for d in (-1, 0, 1)]
+    for s in cases:
+        if math.isfinite(float(s)):        # (overflowing ones are refused: tested above)
+            assert same_bits(parse(s), float(s)), s
+
+
+def test_the_powers_of_five_are_the_scripts():
+    """pyx/_pow5_table.h is what pyx/make_pow5_table.py writes (and so can be checked)."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyx")
+    spec = importlib.util.spec_from_file_location("make_pow5_table",
+                                                  os.path.join(root, "make_pow5_table.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with open(os.path.join(root, "_pow5_table.h")) as f:
+        assert f.read() == script.header()
+    powers = script.powers()
+    for q in (-342, -28, -27, -1, 0, 1, 27, 55, 308):
+        c, exact = powers[q + 342], fractions.Fraction(5) ** q
+        assert c.bit_length() == 128
+        # 5^q scaled into [2^127, 2^128), within a unit of the 128 bits' last place
+        scaled = exact * fractions.Fraction(2) ** (127 - math.floor(math.log2(exact)))
+        assert 1 << 127 <= scaled < 1 << 128 and abs(scaled - c) <= 1, q
+
+
 def test_float_exact_through_files(tmp_path):
     rng = np.random.default_rng(1)
     values = rng.standard_normal(2000) * 10.0 ** rng.integers(-300, 300, 2000)
@@ -554,7 +603,7 @@ def test_whole_examples_yields_every_row_once_and_no_example_split(seed):
     rows, empty blocks."""
     rng = np.random.default_rng(seed)
     runs = rng.integers(1, 9, 60)
-    qid = np.repeat(np.arange(len(runs)) % 3, runs)        # neighbouring runs differ in qid
+    qid = np.repeat(np.arange(len(runs)), runs)
     n = len(qid)
     lengths = rng.integers(0, 4, n)
     indptr = np.concatenate(([0], np.cumsum(lengths)))
@@ -570,6 +619,16 @@ def test_whole_examples_yields_every_row_once_and_no_example_split(seed):
     ends = set(np.cumsum([b.n_rows for b in out]).tolist())
     starts_of_runs = set(np.cumsum(runs).tolist())
     assert ends <= starts_of_runs        # every yielded block ends where an example ends
+    # a run whose qid came before, in whichever block: refused at its first line
+    again = whole.qid.copy()
+    k = int(np.cumsum(runs)[-2])          # the last run takes the first run's qid
+    again[k:] = 0
+    whole.qid = again
+    blocks = [whole.rows(a, b).copy() for a, b in zip(cuts[:-1], cuts[1:])]
+    with pytest.raises(DataError, match=f"f:{k + 1}: qid 0 appears again"):
+        list(data.whole_examples(iter(blocks), "consecutive", "f"))
+    assert sum(b.n_rows for b in data.whole_examples(iter(blocks), "consecutive", "f",
+                                                     refuse_repeats=False)) == n
 
 
 @pytest.mark.parametrize("piece", [1, 7, 1 << 16])
