@@ -27,7 +27,7 @@ $(STAMP_ENV): requirements-dev.txt
 build: $(STAMP_BUILD) $(STAMP_PYC)
 # compat: a .pth entry rather than setuptools' import finder, which every process paid for (14 ms,
 # it imports pathlib)
-$(STAMP_BUILD): $(STAMP_ENV) setup.py pyproject.toml $(wildcard pyx/*.pyx pyx/*.pxd)
+$(STAMP_BUILD): $(STAMP_ENV) setup.py pyproject.toml $(wildcard pyx/*.pyx pyx/*.pxd pyx/*.h)
 	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e . --config-settings editable_mode=compat
 	touch $@
 
