@@ -201,9 +201,8 @@ def _input_kind(path, limit):
 
 
 # ---------------------------------------------------------------------------------------------
-# The model: svmtrain's format as model.format_model writes a binary, multiclass, regression or
-# sequence
-# linear model
+# The model: svmtrain's format as model.format_model writes a binary, multiclass, regression
+# or sequence linear model
 
 
 class LeanModel:
@@ -510,11 +509,11 @@ def _json_float(x):
 
 
 class _Accuracy:
-    """BinaryMetric's and AccuracyMetric's figures (svmtrain.tasks.binary, .multiclass), from the
-    counts _reader.predict_parsed returns."""
+    """BinaryMetric's, AccuracyMetric's and TokenAccuracy's figures (svmtrain.tasks.binary,
+    .multiclass, .sequence), from the counts _reader.predict_parsed (tag_parsed) returns."""
 
-    def __init__(self, binary):
-        self.binary = binary
+    def __init__(self, binary, name="Accuracy"):
+        self.binary, self.name = binary, name
         self.correct = self.total = self.first_predicted = self.first_true = self.first_both = 0
 
     def add(self, parsed, n_rows):
@@ -527,7 +526,7 @@ class _Accuracy:
 
     def line(self):
         accuracy = self.correct / self.total if self.total else 0.0
-        return "Accuracy = %g%% (%d/%d)" % (100.0 * accuracy, self.correct, self.total)
+        return "%s = %g%% (%d/%d)" % (self.name, 100.0 * accuracy, self.correct, self.total)
 
     def json(self):
         """json.dumps of the metric's summary(), whose floats and ints print as repr."""
@@ -541,17 +540,6 @@ class _Accuracy:
             f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
             text += ', "precision": %r, "recall": %r, "f1": %r' % (precision, recall, f1)
         return text + "}"
-
-
-class _TokenAccuracy(_Accuracy):
-    """TokenAccuracy's figures (svmtrain.tasks.sequence): AccuracyMetric's, over tokens."""
-
-    def __init__(self):
-        super().__init__(False)
-
-    def line(self):
-        accuracy = self.correct / self.total if self.total else 0.0
-        return "Token accuracy = %g%% (%d/%d)" % (100.0 * accuracy, self.correct, self.total)
 
 
 class _Regression:
@@ -578,8 +566,8 @@ def _predict(f, plain, limit, model, scores, write):
     the metric (_Accuracy or _Regression)."""
     from svmtrain import _reader
     regression, sequence = model.task == "regression", model.task == "sequence"
-    metric = (_Regression() if regression else _TokenAccuracy() if sequence else
-              _Accuracy(model.task == "binary"))
+    metric = (_Regression() if regression else _Accuracy(False, "Token accuracy") if sequence
+              else _Accuracy(model.task == "binary"))
     texts = [label_text(x).encode("ascii") for x in model.labels]
     labels = model.labels
     bias = 0.0 if model.bias is None else model.bias
@@ -606,12 +594,10 @@ def _predict(f, plain, limit, model, scores, write):
         if err:
             raise _NotHere                   # the full path names the line
         rows = parser.n_rows
-        if sequence:
-            pass                             # (tagged once the whole text is parsed)
-        elif regression:
+        if regression:
             write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
                                          model.bias is not None, metric.sums))
-        else:
+        elif not sequence:                   # (a sequence file's rows: tagged once all parsed)
             parsed = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
                                             model.bias is not None, labels, texts, scores)
             metric.add(parsed, rows)
