@@ -155,6 +155,7 @@ cdef enum:
 cdef double[23] POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                          1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
 cdef uint64_t TWO53 = 1 << 53
+cdef int64_t TENTH_INT64_MAX = INT64_MAX // 10
 
 
 cdef inline bint is_ws(char c) noexcept nogil:
@@ -229,31 +230,35 @@ cdef inline int parse_double(const char* s, const char* e, const char** endp, do
     if p < e and (p[0] == c'+' or p[0] == c'-'):
         neg = p[0] == c'-'
         p += 1
+    # (leading zeros skipped in a loop of their own: the digit loops then test nothing but the
+    # digit and the count, the reader's hottest loop)
+    q = p
+    while p < e and p[0] == c'0':
+        p += 1
     while p < e and is_digit(p[0]):
-        d = p[0] - c'0'
-        digits = True
-        if m == 0 and d == 0:
-            pass                        # leading zero
-        elif nd < 19:
-            m = m * 10 + d
+        if nd < 19:
+            m = m * 10 + (p[0] - c'0')
             nd += 1
         else:
             slow = True                 # more than 19 significant digits: let strtod round
         p += 1
+    digits = p > q
     if p < e and p[0] == c'.':
         p += 1
+        q = p
+        if nd == 0:                     # zeros after the point and before the first digit
+            while p < e and p[0] == c'0':
+                p += 1
+            exp10 -= p - q
         while p < e and is_digit(p[0]):
-            d = p[0] - c'0'
-            digits = True
-            if m == 0 and d == 0:
-                exp10 -= 1
-            elif nd < 19:
-                m = m * 10 + d
+            if nd < 19:
+                m = m * 10 + (p[0] - c'0')
                 nd += 1
                 exp10 -= 1
             else:
                 slow = True
             p += 1
+        digits = digits or p > q
     if not digits:
         endp[0] = token_end(s, e)
         if spelled(s, endp[0], b"nan"):
@@ -304,7 +309,8 @@ cdef inline int parse_uint(const char* s, const char* e, const char** endp, int6
     cdef bint big = False
     while p < e and is_digit(p[0]):
         d = p[0] - c'0'
-        if v > (INT64_MAX - d) // 10:
+        # v * 10 + d <= INT64_MAX = TENTH_INT64_MAX * 10 + 7, in one comparison mostly
+        if v >= TENTH_INT64_MAX and (v > TENTH_INT64_MAX or d > 7):
             big = True
         else:
             v = v * 10 + d

@@ -530,6 +530,28 @@ def test_float_decimals_of_up_to_19_digits_at_every_exponent():
             assert same_bits(parse(s), float(s)), s
 
 
+@pytest.mark.parametrize("token,qid,value", [
+    ("qid:9223372036854775807", 2**63 - 1, None), ("qid:9223372036854775799", 2**63 - 9, None),
+    ("qid:9223372036854775808", "bad qid", None), ("qid:92233720368547758070", "bad qid", None),
+    ("qid:0000000000000000000009", 9, None), ("9223372036854775808:1", "index too large", None),
+    ("1:00000.000123", -1, 0.000123), ("1:0.", -1, 0.0), ("1:.0", -1, 0.0), ("1:000", -1, 0.0),
+    ("1:-000.0001e3", -1, -0.1), ("1:.", "expected a number as value", None),
+    ("1:0.0000000000000000000000000000012345678901234567890123", -1,
+     float("1.2345678901234567890123e-30"))])
+def test_integers_at_int64s_edge_and_zeros_before_the_digits(tmp_path, token, qid, value):
+    """The largest qid and index an int64 holds, one past it, and leading zeros on either side
+    of the point (skipped by loops of their own)."""
+    path = write(tmp_path, f"1 {token}\n".encode())
+    if isinstance(qid, str):
+        with pytest.raises(DataError, match=qid):
+            load(path)
+        return
+    b = load(path)
+    assert b.qid.tolist() == [qid]
+    if value is not None:
+        assert same_bits(float(b.data[0]), value)
+
+
 def test_the_powers_of_five_are_the_scripts():
     """pyx/_pow5_table.h is what pyx/make_pow5_table.py writes (and so can be checked)."""
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyx")
