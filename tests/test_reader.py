@@ -525,9 +525,18 @@ def test_float_decimals_of_up_to_19_digits_at_every_exponent():
             digits, _, ex = f"{mid.numerator / mid.denominator:.18e}".partition("e")
             whole = int(digits.replace(".", ""))
             cases += [f"{whole + d}e{int(ex) - 18}" for d in (-1, 0, 1)]
+    # every length of fraction, so that the eight-digit chunks end at every place; the bytes
+    # next to the digits in ASCII ('/' and ':') inside a chunk are not digits
+    for n in range(1, 27):
+        digits = "".join(rng.choice("0123456789") for _ in range(n))
+        cases += [f"0.{digits}", f"7.{digits}e-5", f"-{digits[:5]}.{digits}e12", f"0.000{digits}"]
     for s in cases:
         if math.isfinite(float(s)):        # (overflowing ones are refused: tested above)
             assert same_bits(parse(s), float(s)), s
+    for junk in "/:":
+        for at in range(0, 9):
+            with pytest.raises(ValueError):
+                parse("0." + "12345678"[:at] + junk + "12345678"[at:])
 
 
 @pytest.mark.parametrize("token,qid,value", [
