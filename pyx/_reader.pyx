@@ -246,11 +246,15 @@ cdef inline uint64_t eight_digits_value(const char* p) noexcept nogil:
     return ((x & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32
 
 
-cdef inline int parse_double(const char* s, const char* e, const char** endp, double* out) noexcept nogil:
+cdef inline int parse_double(const char* s, const char* e, const char** endp, double* out,
+                             bint long_fractions=False) noexcept nogil:
     """Parse the longest decimal float `[+-]? digits [. digits] [(e|E) [+-]? digits]` at s.
 
     *endp is set past the number; the caller checks what follows. Returns F_OK, F_SYNTAX, F_NAN or
-    F_INF (a spelled-out or overflowing infinity).
+    F_INF (a spelled-out or overflowing infinity). `long_fractions`: the caller expects fractions
+    of 16 digits or more (a model's weights, written as repr writes them), read eight digits at a
+    time; a data file's values are shorter, and the test would cost each of them more than it
+    saves (ijcnn1.t: 7% of its reading).
     """
     cdef const char* p = s
     cdef const char* q
@@ -284,7 +288,7 @@ cdef inline int parse_double(const char* s, const char* e, const char** endp, do
                 p += 1
             exp10 -= p - q
         # eight digits at a time while they fit the 19 (a weight's 17 are two such and one)
-        while nd <= 11 and e - p >= 8 and eight_digits(p):
+        while long_fractions and nd <= 11 and e - p >= 8 and eight_digits(p):
             m = m * 100000000 + eight_digits_value(p)
             nd += 8
             exp10 -= 8
@@ -825,13 +829,14 @@ def count_newlines(buf):
     return k
 
 
-def parse_float(bytes s):
-    """Parse one token with the reader's float parser (for tests): float, or ValueError."""
+def parse_float(bytes s, bint long_fractions=False):
+    """Parse one token with the reader's float parser (for tests): float, or ValueError;
+    `long_fractions` as the model reader reads its weights."""
     cdef const char* p = s
     cdef const char* e = p + len(s)
     cdef const char* end
     cdef double v = 0.0
-    cdef int r = parse_double(p, e, &end, &v)
+    cdef int r = parse_double(p, e, &end, &v, long_fractions)
     if r != F_OK or end != e:
         raise ValueError(f"not a finite decimal number: {s!r}")
     return v
@@ -898,7 +903,7 @@ cdef tuple _weight_lines(const char* base, Py_ssize_t end, Py_ssize_t pos, bint 
                 break
             else:
                 index = at + 1
-            if parse_double(p, e, &q, &v) != F_OK:
+            if parse_double(p, e, &q, &v, True) != F_OK:
                 stopped = True
                 break
             while q < e and is_ws(q[0]):
