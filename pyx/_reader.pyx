@@ -260,7 +260,7 @@ cdef inline int parse_double(const char* s, const char* e, const char** endp, do
     cdef const char* q
     cdef bint neg = False, eneg = False, slow = False, digits = False
     cdef uint64_t m = 0
-    cdef int nd = 0, d
+    cdef int nd = 0
     cdef int64_t exp10 = 0, ev = 0
     cdef double v
 

@@ -287,15 +287,16 @@ class SeenQids:
         if not len(qid):
             return
         starts = np.concatenate(([0], np.flatnonzero(qid[1:] != qid[:-1]) + 1))
-        i = repeated_run(qid, starts)
         run_qids = np.asarray(qid[starts], np.int64)
+        fresh = distinct(run_qids)              # (one sort a block: repeats are rare)
+        i = repeated_run(qid, starts) if len(fresh) < len(run_qids) else None
         again = np.flatnonzero(self._seen(run_qids) & (run_qids >= 0))
         if len(again) and (i is None or starts[again[0]] < i):
             i = int(starts[again[0]])
         if i is not None and qid[i] >= 0 and not np.any(qid[:i] < 0):
             raise DataError(self.path, int(block.line[i]), f"qid {int(qid[i])} appears again "
                             "after other examples: an example's lines must be consecutive")
-        self._levels.append(distinct(run_qids))
+        self._levels.append(fresh)
         while len(self._levels) > 1 and len(self._levels[-1]) >= len(self._levels[-2]):
             top = self._levels.pop()
             self._levels[-1] = distinct(np.concatenate((self._levels[-1], top)))

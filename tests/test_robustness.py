@@ -353,14 +353,19 @@ def test_online_shuffle_window_split_sentence(tmp_path):
         _assert_refused(r, out, f"{data}:4:", "qid 1 appears again")
 
 
+def _trained(tmp_path_factory, task, data, lines):
+    """A model of `task` trained on the first `lines` lines of data/`data`."""
+    d = tmp_path_factory.mktemp(task)
+    (d / "train.svm").write_bytes(_head(data, lines))
+    r = CliRunner().invoke(main, ["train", "-q", "-t", task, str(d / "train.svm"),
+                                  str(d / "m.model")])
+    assert r.exit_code == 0, r.output
+    return d / "m.model"
+
+
 @pytest.fixture(scope="module")
 def sequence_model(tmp_path_factory):
-    d = tmp_path_factory.mktemp("seqmodel")
-    (d / "train.svm").write_bytes(_head("conll2000.train.svm", 300))
-    r = CliRunner().invoke(main, ["train", "-q", "-t", "sequence", str(d / "train.svm"),
-                                  str(d / "seq.model")])
-    assert r.exit_code == 0, r.output
-    return d / "seq.model"
+    return _trained(tmp_path_factory, "sequence", "conll2000.train.svm", 300)
 
 
 @pytest.mark.parametrize("where", ["next", "last line", "past a reader block"])
@@ -408,12 +413,7 @@ def test_sequence_predict_error_names_the_file(tmp_path, sequence_model):
 
 @pytest.fixture(scope="module")
 def ranking_model(tmp_path_factory):
-    d = tmp_path_factory.mktemp("rankmodel")
-    (d / "train.svm").write_bytes(_head("ohsumed.train.sample", 200))
-    r = CliRunner().invoke(main, ["train", "-q", "-t", "ranking", str(d / "train.svm"),
-                                  str(d / "rank.model")])
-    assert r.exit_code == 0, r.output
-    return d / "rank.model"
+    return _trained(tmp_path_factory, "ranking", "ohsumed.train.sample", 200)
 
 
 @pytest.mark.parametrize("command", ["predict", "verify-bound"])
