@@ -92,8 +92,7 @@ whose gradient is below every movable one's, and the whole example when at most 
 left free. exact_bounds() then refreshes the estimate's terms of the examples out of the active set.
 """
 
-import numpy as np
-cimport numpy as cnp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport INFINITY, NAN, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
@@ -101,7 +100,29 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from _cs_threshold cimport cs_threshold
 from _sparse cimport offset_t, value_t, prefetch, row_t, shuffle, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
 
-cnp.import_array()
+
+class _Numpy:
+    """numpy, imported when first used: `train`'s lean path (svmtrain.lean_train) builds an engine
+    from the reader's buffers (DualCD.from_rows) and never imports it (0.08 s of a process)."""
+
+    def __getattr__(self, name):
+        import numpy
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np = _Numpy()
+
+
+cdef void* _address(object a) except? NULL:
+    """The first byte of a C-contiguous buffer that `a` keeps alive (a numpy array the engine
+    holds in _keep)."""
+    cdef Py_buffer view
+    cdef void* p
+    PyObject_GetBuffer(a, &view, PyBUF_SIMPLE)
+    p = view.buf
+    PyBuffer_Release(&view)
+    return p
 
 
 # A constraint's length (row nonzeros, or terms in the terms layout) and the row of `kinds` holding its
@@ -161,6 +182,10 @@ cdef struct Tally:
 
 cdef inline double clip(double x, double lo, double hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
+
+
+cdef inline bint _same_bits(double a, double b) noexcept nogil:
+    return (<uint64_t*>&a)[0] == (<uint64_t*>&b)[0]
 
 
 def _columns_in_range(const int32_t[::1] indices, int64_t n_cols):
@@ -332,7 +357,7 @@ def _shared_row_groups(indptr, indices32, tptr, const row_t[:] term_row, const o
     cdef int64_t[::1] buf_v = buf, ostart_v = off_start, noff_v = n_off
     cdef int64_t[::1] rrow_v = rep_row
     cdef uint8_t[::1] sh_v = shared.view(np.uint8), rb_v = rep_bias.view(np.uint8)
-    cdef ResOff* ro = <ResOff*> cnp.PyArray_DATA(pairs)
+    cdef ResOff* ro = <ResOff*> _address(pairs)
     # the distinct offsets of the shared-row groups, in a buffer that grows as they are found
     cdef int64_t room = 1024
     cdef int64_t* obuf = <int64_t*> malloc(room * sizeof(int64_t))
@@ -710,12 +735,12 @@ cdef class DualCD:
                 raise ValueError("nonneg must hold one flag per column of w (n_w)")
         self.nonneg = nonneg is not None and bool(nonneg.any())
         if self.nonneg:
-            self.nn_mask = <const uint8_t*> cnp.PyArray_DATA(nonneg)
+            self.nn_mask = <const uint8_t*> _address(nonneg)
             self.beta = <double*> calloc(max(n_w, 1), sizeof(double))
             if self.beta == NULL:
                 raise MemoryError()
         self._keep = (indices32, nonneg)
-        self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
+        self.indices = <const int32_t*> _address(indices32)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
@@ -750,19 +775,7 @@ cdef class DualCD:
         self.n_cons = n
         self.n_groups = n_groups
         self.singles = n == n_groups and bool(np.all(gsize == 1))
-        self.alpha_ = <double*> malloc(max(n, 1) * sizeof(double))
-        self.q = <double*> malloc(max(n, 1) * sizeof(double))
-        self.start = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
-        self.nk = <NnzKind*> malloc(max(n, 1) * sizeof(NnzKind))
-        self.kinds = <Kind*> malloc(max(kinds.shape[0], 1) * sizeof(Kind))
-        self.ids = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
-        self.grp = <Group*> malloc(max(n_groups, 1) * sizeof(Group))
-        self.groups = <int64_t*> malloc(max(n_groups, 1) * sizeof(int64_t))
-        self.gbuf = <double*> malloc(max(int(gsize.max()) if n_groups else 1, 1) * sizeof(double))
-        if (self.alpha_ == NULL or self.q == NULL or self.start == NULL or self.nk == NULL
-                or self.kinds == NULL or self.ids == NULL or self.grp == NULL or self.groups == NULL
-                or self.gbuf == NULL):
-            raise MemoryError("cannot allocate the constraint cache")
+        self._allocate(n, n_groups, kinds.shape[0], int(gsize.max()) if n_groups else 1)
         shared, slot, soffs, off_start, n_off, rep_row, rep_bias = _shared_row_groups(
             None if one_row else indptr, indices32, tptr, term_row, term_offset, term_bias, group,
             gsize, n_cols, has_bias, stride, order)
@@ -775,16 +788,16 @@ cdef class DualCD:
         self.data = self.data32 = NULL
         self.data8 = NULL
         if data.dtype == np.float32:
-            self.data32 = <const float*> cnp.PyArray_DATA(data)
+            self.data32 = <const float*> _address(data)
         elif data.dtype == np.uint8:
-            self.data8 = <const uint8_t*> cnp.PyArray_DATA(data)
+            self.data8 = <const uint8_t*> _address(data)
         else:
-            self.data = <const double*> cnp.PyArray_DATA(data)
+            self.data = <const double*> _address(data)
         if self.n_shared:
             n_slot = max(int(n_off.max()), 1)
             # the slots are this engine's own (a fresh array, reordered with the terms)
             self._keep = self._keep + (slot,)
-            self.tslot = <int32_t*> cnp.PyArray_DATA(slot)
+            self.tslot = <int32_t*> _address(slot)
             self.soffs = <int64_t*> malloc(max(soffs.shape[0], 1) * sizeof(int64_t))
             self.sbuf = <double*> malloc(n_slot * sizeof(double))
             self.cbuf = <double*> malloc(n_slot * sizeof(double))
@@ -806,24 +819,24 @@ cdef class DualCD:
                 term_row, term_offset = term_row.astype(np.int64), term_offset.astype(np.int64)
                 term_scale, term_bias = term_scale.astype(np.float64), term_bias.copy()
             self._keep = self._keep + (indptr, term_row, term_offset, term_scale, term_bias)
-            self.rptr = <const int64_t*> cnp.PyArray_DATA(indptr)
+            self.rptr = <const int64_t*> _address(indptr)
             self.t_row = self.t_off = NULL
             self.t_row32 = self.t_off32 = NULL
             if term_row.dtype == np.int32:
-                self.t_row32 = <const int32_t*> cnp.PyArray_DATA(term_row)
+                self.t_row32 = <const int32_t*> _address(term_row)
             else:
-                self.t_row = <int64_t*> cnp.PyArray_DATA(term_row)
+                self.t_row = <int64_t*> _address(term_row)
             if term_offset.dtype == np.int32:
-                self.t_off32 = <const int32_t*> cnp.PyArray_DATA(term_offset)
+                self.t_off32 = <const int32_t*> _address(term_offset)
             else:
-                self.t_off = <int64_t*> cnp.PyArray_DATA(term_offset)
+                self.t_off = <int64_t*> _address(term_offset)
             self.t_scale = NULL
             self.t_scale32 = NULL
             if term_scale.dtype == np.float32:
-                self.t_scale32 = <const float*> cnp.PyArray_DATA(term_scale)
+                self.t_scale32 = <const float*> _address(term_scale)
             else:
-                self.t_scale = <double*> cnp.PyArray_DATA(term_scale)
-            self.t_bias = <uint8_t*> cnp.PyArray_DATA(term_bias)
+                self.t_scale = <double*> _address(term_scale)
+            self.t_bias = <uint8_t*> _address(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
             self._acc_alloc(tptr)
         cdef const int64_t[::1] order_v = order if reordered else np.zeros(1, np.int64)
@@ -898,6 +911,116 @@ cdef class DualCD:
         self.shrunk_loss = 0.0
         self.unshrink()
         self.recompute_w()
+
+    cdef int _allocate(self, int64_t n, int64_t n_groups, int64_t n_kinds,
+                       int64_t largest_group) except -1:
+        """The layout's arrays over n constraints in n_groups groups (alpha all 0)."""
+        self.alpha_ = <double*> calloc(max(n, 1), sizeof(double))
+        self.q = <double*> malloc(max(n, 1) * sizeof(double))
+        self.start = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
+        self.nk = <NnzKind*> malloc(max(n, 1) * sizeof(NnzKind))
+        self.kinds = <Kind*> malloc(max(n_kinds, 1) * sizeof(Kind))
+        self.ids = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
+        self.grp = <Group*> malloc(max(n_groups, 1) * sizeof(Group))
+        self.groups = <int64_t*> malloc(max(n_groups, 1) * sizeof(int64_t))
+        self.gbuf = <double*> malloc(max(largest_group, 1) * sizeof(double))
+        if (self.alpha_ == NULL or self.q == NULL or self.start == NULL or self.nk == NULL
+                or self.kinds == NULL or self.ids == NULL or self.grp == NULL or self.groups == NULL
+                or self.gbuf == NULL):
+            raise MemoryError("cannot allocate the constraint cache")
+        return 0
+
+    @staticmethod
+    def from_rows(indptr, indices, data, scale, double C, *, int64_t n_cols, double bias=0.0,
+                  bint has_bias=False, uint64_t seed=1, bint shrinking=True):
+        """The engine of one constraint per row, x_i = scale_i X[i] (+ the bias feature at column
+        n_cols), l_i = 1, each row its own group of bound C, built from plain buffers (indptr and
+        indices int64, data and scale float64): a binary problem's cache
+        (ConstraintCache.one_term over every row, Binary.all_constraints) without numpy, for
+        `train`'s lean path (svmtrain.lean_train). The engine is the one __init__ lays out from
+        those arrays, constraint for constraint (the same kinds, norms, order and generator), so
+        its epochs take the same steps: tests/test_lean_train.py compares the models bit for bit.
+        At most 16 distinct scales, and rows whose squared norms are finite: ValueError otherwise
+        (the caller takes __init__, whose caller checks the rows)."""
+        cdef const int64_t[::1] ptr_v = indptr, ind_v = indices
+        cdef const double[::1] data_v = data, scale_v = scale
+        cdef int64_t n = ptr_v.shape[0] - 1, nnz = ind_v.shape[0], k, p, j, m = 0
+        cdef DualCD self = DualCD.__new__(DualCD)
+        cdef double s, c
+        if (n < 0 or ptr_v[0] != 0 or ptr_v[n] != nnz or data_v.shape[0] != nnz
+                or scale_v.shape[0] != n):
+            raise ValueError("from_rows: inconsistent arrays")
+        if not (C >= 0.0 and C < INFINITY):
+            raise ValueError("group bounds C_g must be finite and >= 0")
+        if n_cols < 0 or n_cols > INT32_MAX or n > INT32_MAX:
+            raise ValueError("the engine takes at most 2**31 - 1 columns and constraints")
+        indices32 = bytearray(4 * max(nnz, 1))
+        cdef int32_t* i32 = <int32_t*> _address(indices32)
+        for k in range(n):
+            if ptr_v[k + 1] < ptr_v[k] or ptr_v[k + 1] - ptr_v[k] > INT32_MAX:
+                raise ValueError("from_rows: indptr is not a valid CSR row pointer")
+        for p in range(nnz):
+            j = ind_v[p]
+            if j < 0 or j >= n_cols:
+                raise ValueError("a column index is outside [0, n_cols)")
+            i32[p] = <int32_t>j
+        self._keep = (indices32, data)
+        self.indices = i32
+        self.data = &data_v[0] if nnz else NULL
+        self.data32 = NULL
+        self.data8 = NULL
+        self.bias = bias
+        self.bias_col = n_cols if has_bias else -1
+        self.n_w = n_cols + (1 if has_bias else 0)
+        self.stride = 1
+        self.w_ = memoryview(bytearray(8 * max(self.n_w, 1))).cast("d")
+        self.w = &self.w_[0]
+        self.shrinking = shrinking
+        self.rng = seed
+        self.M_dec = INFINITY
+        self.M_inc = INFINITY
+        self.has_cs = False
+        self.nonneg = False
+        self.terms = False
+        self.n_shared = 0
+        self.n_cons = n
+        self.n_groups = n
+        self.singles = True
+        self._allocate(n, n, 16, 1)
+        for k in range(n):
+            # the kind table (_kind_table's linear scan: triples compared bit for bit)
+            s, c = scale_v[k], C
+            for j in range(m + 1):
+                if j == m:
+                    if m == 16:
+                        raise ValueError("from_rows: more than 16 distinct (scale, C)")
+                    self.kinds[m].scale = s
+                    self.kinds[m].margin = 1.0
+                    self.kinds[m].C = c
+                    m += 1
+                    break
+                if _same_bits(self.kinds[j].scale, s) and _same_bits(self.kinds[j].C, c):
+                    break
+            self.nk[k].kind = <int32_t>j
+            self.ids[k] = <int32_t>k
+            self.start[k] = ptr_v[k]
+            self.nk[k].nnz = <int32_t>(ptr_v[k + 1] - ptr_v[k])
+            self.q[k] = s * s * self._row_sqnorm(self.start[k], self.start[k] + self.nk[k].nnz,
+                                                 self.bias_col)
+            if not (self.q[k] < INFINITY):
+                raise ValueError("from_rows: a row's squared norm overflows")
+            self.grp[k].start = k
+            self.grp[k].size = 1
+            self.grp[k].active = 1
+            self.grp[k].C = c
+            self.grp[k].n_off = 0
+            self.grp[k].cs_y = -1
+        self.est_loss = 0.0
+        self.est_gap = 0.0
+        self.shrunk_loss = 0.0
+        self.unshrink()
+        self.recompute_w()
+        return self
 
     # -- w(alpha) ------------------------------------------------------------------------------
 
@@ -2070,6 +2193,19 @@ cdef class DualCD:
         for k in range(self.n_cons):
             o[self.ids[k]] = by_position[k]
         return out
+
+    def alpha_buffer(self):
+        """The dual variables in the caller's order, as a buffer of doubles (a copy; no numpy)."""
+        out = memoryview(bytearray(8 * max(self.n_cons, 1))).cast("d")
+        cdef double[::1] o = out
+        cdef int64_t k
+        for k in range(self.n_cons):
+            o[self.ids[k]] = self.alpha_[k]
+        return out[:self.n_cons]
+
+    def w_buffer(self):
+        """final_w() as a buffer of doubles (no numpy), for a caller done with this engine."""
+        return memoryview(self.w_).cast("B").cast("d")[:self.n_w]
 
     @property
     def all_active(self):

@@ -5,13 +5,49 @@
 Columns at or beyond `n_cols` are ignored, as LIBLINEAR ignores features a model has not seen.
 """
 
-import numpy as np
-cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
 
 from _sparse cimport column_t, offset_t, row_t, scale_t, value_t
 
-cnp.import_array()
+
+class _Numpy:
+    """numpy, imported when first used: `train`'s lean path (svmtrain.lean_train) computes the
+    certificate with this module's loops and never imports it."""
+
+    def __getattr__(self, name):
+        import numpy
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np = _Numpy()
+
+
+cdef inline double _score(const int64_t* indptr, const column_t* indices, const double* data,
+                          const double* w, int64_t i, int64_t n_cols, double bias,
+                          bint has_bias) noexcept nogil:
+    """w . x_i (+ w[n_cols] * bias), columns at or beyond n_cols ignored."""
+    cdef double s = 0.0
+    cdef int64_t p, j
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        if 0 <= j < n_cols:
+            s += w[j] * data[p]
+    if has_bias:
+        s += w[n_cols] * bias
+    return s
+
+
+cdef inline void _add_positive(double v, double* total, double* comp) noexcept nogil:
+    """total += v when v > 0, with Neumaier's compensation in comp."""
+    cdef double t
+    if v > 0.0:
+        t = total[0] + v
+        if total[0] >= v:
+            comp[0] += (total[0] - t) + v
+        else:
+            comp[0] += (v - t) + total[0]
+        total[0] = t
 
 
 def csr_scores(const int64_t[::1] indptr, const column_t[::1] indices, const double[::1] data,
@@ -27,19 +63,105 @@ def csr_scores(const int64_t[::1] indptr, const column_t[::1] indices, const dou
         raise ValueError("inconsistent CSR arrays")
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] scores = out
-    cdef int64_t i, p, j
-    cdef double s
+    cdef int64_t i
+    cdef const column_t* ind = &indices[0] if indices.shape[0] else NULL
+    cdef const double* val = &data[0] if data.shape[0] else NULL
+    cdef const double* wp = &w[0] if w.shape[0] else NULL
     with nogil:
         for i in range(n):
-            s = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if 0 <= j < n_cols:
-                    s += w[j] * data[p]
-            if has_bias:
-                s += w[n_cols] * bias
-            scores[i] = s
+            scores[i] = _score(&indptr[0], ind, val, wp, i, n_cols, bias, has_bias)
     return out
+
+
+def dot(const double[::1] a, const double[::1] b):
+    """sum_j a_j b_j, added in index order: ||w||^2 of the certificate (svmtrain.objective) and
+    sum l alpha of the dual, the same bits wherever they are computed (BLAS's ddot, which numpy's
+    dot calls, adds in an order of its own that depends on the machine)."""
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("dot: the vectors differ in length")
+    cdef int64_t j
+    cdef double s = 0.0
+    with nogil:
+        for j in range(a.shape[0]):
+            s += a[j] * b[j]
+    return s
+
+
+def binary_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
+                     const double[::1] data, const double[::1] y, const double[::1] w,
+                     int64_t n_cols, double bias, bint has_bias, double C, double[::1] acc):
+    """hinge_sum of C (1 - y_i w.x_i) over the rows of a CSR block (y_i = +1 / -1): the loss of
+    the binary task's certificate as objective.PrimalAccumulator sums it (Binary.violations:
+    1 - y * csr_scores, times the costs, then hinge_sum), the same operations in the same order,
+    for `train`'s lean path, which has no numpy arrays to do it with."""
+    cdef int64_t n = indptr.shape[0] - 1, i
+    cdef double total = acc[0], comp = acc[1]
+    if n < 0 or y.shape[0] != n or indptr[n] > indices.shape[0] or indices.shape[0] != data.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    if w.shape[0] < n_cols + (1 if has_bias else 0):
+        raise ValueError("w is shorter than the model's columns")
+    cdef const int64_t* ind = &indices[0] if indices.shape[0] else NULL
+    cdef const double* val = &data[0] if data.shape[0] else NULL
+    cdef const double* wp = &w[0] if w.shape[0] else NULL
+    with nogil:
+        for i in range(n):
+            _add_positive(C * (1.0 - y[i] * _score(&indptr[0], ind, val, wp, i, n_cols, bias,
+                                                   has_bias)), &total, &comp)
+    acc[0] = total
+    acc[1] = comp
+
+
+def distinct_values(const double[::1] values, Py_ssize_t most):
+    """The first `most` distinct values (compared with ==) in order of appearance: a binary
+    file's two labels, and whether there is a third (`train`'s lean path)."""
+    cdef list out = []
+    cdef double seen[64]
+    cdef Py_ssize_t i, k, m = 0
+    if most > 64:
+        raise ValueError("distinct_values: at most 64")
+    for i in range(values.shape[0]):
+        for k in range(m):
+            if seen[k] == values[i]:
+                break
+        else:
+            seen[m] = values[i]
+            m += 1
+            out.append(values[i])
+            if m == most:
+                break
+    return out
+
+
+def extremes(values):
+    """(min, max) of a non-empty buffer of int64s ('q') or doubles ('d')."""
+    cdef const int64_t[::1] q
+    cdef const double[::1] d
+    cdef Py_ssize_t i
+    cdef int64_t qlo, qhi
+    cdef double dlo, dhi
+    if memoryview(values).format == "q":
+        q = values
+        qlo = qhi = q[0]
+        for i in range(q.shape[0]):
+            qlo = min(qlo, q[i])
+            qhi = max(qhi, q[i])
+        return qlo, qhi
+    d = values
+    dlo = dhi = d[0]
+    for i in range(d.shape[0]):
+        dlo = min(dlo, d[i])
+        dhi = max(dhi, d[i])
+    return dlo, dhi
+
+
+def binary_signs(const double[::1] target, double positive):
+    """y_i = +1 where target_i == positive, else -1 (Binary.signs), as a buffer of doubles."""
+    out = memoryview(bytearray(8 * max(target.shape[0], 1))).cast("d")
+    cdef double[::1] y = out
+    cdef Py_ssize_t i
+    for i in range(target.shape[0]):
+        y[i] = 1.0 if target[i] == positive else -1.0
+    return out[:target.shape[0]]
 
 
 def hinge_sum(const double[::1] margin_violation, double[::1] acc):
@@ -48,20 +170,12 @@ def hinge_sum(const double[::1] margin_violation, double[::1] acc):
     Carrying the compensation across blocks makes a streamed sum independent of the block size.
     """
     cdef int64_t i
-    cdef double s = acc[0], comp = acc[1], v, t
+    cdef double s = acc[0], comp = acc[1]
     with nogil:
         for i in range(margin_violation.shape[0]):
-            v = margin_violation[i]
-            if v > 0.0:
-                t = s + v
-                if s >= v:
-                    comp += (s - t) + v
-                else:
-                    comp += (v - t) + s
-                s = t
+            _add_positive(margin_violation[i], &s, &comp)
     acc[0] = s
     acc[1] = comp
-
 
 
 def term_dots(const int64_t[::1] indptr, const column_t[::1] indices, const value_t[::1] data,

@@ -366,10 +366,12 @@ cdef inline int parse_uint(const char* s, const char* e, const char** endp, int6
 
 
 cdef class _Owned:
-    """n 8-byte items at a malloc'd pointer, exported as a writable buffer of doubles and freed
-    with the last object that views it (the numpy arrays of `take`, the weights of `zeros`)."""
+    """n 8-byte items at a malloc'd pointer, exported as a writable buffer of doubles (or int64s:
+    `kind`) and freed with the last object that views it (the numpy arrays of `take`, the buffers
+    of `take_buffers`, the weights of `zeros`)."""
     cdef void* ptr
     cdef Py_ssize_t n
+    cdef bint int64
     cdef Py_ssize_t shape[1]
     cdef Py_ssize_t strides[1]
 
@@ -385,7 +387,7 @@ cdef class _Owned:
         view.itemsize = 8
         view.format = NULL
         if flags & PyBUF_FORMAT:
-            view.format = b"d"
+            view.format = b"q" if self.int64 else b"d"
         view.ndim = 1
         view.shape = self.shape if (flags & PyBUF_ND) == PyBUF_ND else NULL
         view.strides = self.strides if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
@@ -399,11 +401,22 @@ cdef class _Owned:
         free(self.ptr)
 
 
-cdef _Owned _owned(void* ptr, Py_ssize_t n):
+cdef _Owned _owned(void* ptr, Py_ssize_t n, bint int64=False):
     cdef _Owned owner = _Owned.__new__(_Owned)
     owner.ptr = ptr
     owner.n = n
+    owner.int64 = int64
     return owner
+
+
+cdef _Owned _shrunk(void* ptr, Py_ssize_t n, bint int64):
+    """_owned, the spare capacity given back (as _hand_over)."""
+    cdef void* q
+    if ptr != NULL and n > 0:
+        q = realloc(ptr, n * 8)
+        if q != NULL:
+            ptr = q
+    return _owned(ptr, n, int64)
 
 
 cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
@@ -730,9 +743,8 @@ cdef class Parser:
             PyBuffer_Release(&b)
         return consumed, done, r
 
-    def take(self):
-        """The rows parsed since the last take, as numpy arrays (ownership passes to numpy):
-        (indptr, indices, data, target, qid, cost, line, n_features)."""
+    cdef int _indptr_for_take(self) except -1:
+        """No rows yet: indptr becomes [0], as a take hands it over."""
         cdef int64_t* ip
         if self.n_rows == 0:
             free(self.indptr)
@@ -741,6 +753,12 @@ cdef class Parser:
                 raise MemoryError()
             ip[0] = 0
             self.indptr = ip
+        return 0
+
+    def take(self):
+        """The rows parsed since the last take, as numpy arrays (ownership passes to numpy):
+        (indptr, indices, data, target, qid, cost, line, n_features)."""
+        self._indptr_for_take()
         import numpy as np
         out = (
             _hand_over(self.indptr, self.n_rows + 1, np.int64),
@@ -750,6 +768,24 @@ cdef class Parser:
             _hand_over(self.qid, self.n_rows, np.int64),
             _hand_over(self.cost, self.n_rows, np.float64),
             _hand_over(self.line, self.n_rows, np.int64),
+            int(self.max_col + 1),
+        )
+        self._reset()
+        return out
+
+    def take_buffers(self):
+        """`take` without numpy (`train`'s lean path, svmtrain.lean_train): the same arrays as
+        buffers of int64s ('q': indptr, indices, qid, line) and doubles ('d': data, target,
+        cost), each freed with the last object that views it."""
+        self._indptr_for_take()
+        out = (
+            _shrunk(self.indptr, self.n_rows + 1, True),
+            _shrunk(self.indices, self.nnz, True),
+            _shrunk(self.data, self.nnz, False),
+            _shrunk(self.target, self.n_rows, False),
+            _shrunk(self.qid, self.n_rows, True),
+            _shrunk(self.cost, self.n_rows, False),
+            _shrunk(self.line, self.n_rows, True),
             int(self.max_col + 1),
         )
         self._reset()

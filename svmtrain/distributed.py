@@ -38,7 +38,7 @@ from typing import Optional
 
 import numpy as np
 
-from svmtrain import data
+from svmtrain import data, objective
 from svmtrain.records import record
 
 PARTITION_BYTES = 64 << 20   # verify-bound / predict: the size of a partition (not of the cluster)
@@ -672,7 +672,7 @@ def _train_cocoa(s, task_class, path, *, zero_based, options, C, bias, epsilon, 
             t_max = min(t_max, t_max_k)
         del outs, reports
         # the certificate of this round's w (alpha of the previous round)
-        regularizer = 0.5 * float(np.dot(w, w))
+        regularizer = objective.regularizer(w)      # (in index order, as every certificate)
         P = regularizer + float(acc[0] + acc[1])
         rel = relative_gap(P, D)
         record = EpochRecord(round_, time.perf_counter() - started, D, P, rel, True, constraints, 0.0)
@@ -688,7 +688,7 @@ def _train_cocoa(s, task_class, path, *, zero_based, options, C, bias, epsilon, 
         del steps
         w = w + t * dw
         linear += t * l_delta
-        D = -0.5 * float(np.dot(w, w)) + linear
+        D = -objective.regularizer(w) + linear
     interrupted = interrupt.requested()
     note = "" if converged or interrupted else why_not_converged(records, epsilon, max_epochs)
     return task, CocoaResult(w, D, P, rel, round_, time.perf_counter() - started, converged,

@@ -2,15 +2,16 @@
 
 The kernel (`svmtrain._engine.DualCD`) does the arithmetic; this module decides when to look at the
 exact bounds, when to undo shrinking and what to record. Every solver schedule (n-slack, 1-slack,
-online-dual) calls `solve` on a `ConstraintCache`.
+online-dual) calls `solve` on a `ConstraintCache`; `train`'s lean path (svmtrain.lean_train), which
+imports no numpy, runs the same policy (`run_epochs`) on an engine built from the reader's buffers.
 """
+
+from __future__ import annotations
 
 import math
 import time
 from dataclasses import field
 from typing import Callable, Optional
-
-import numpy as np
 
 from svmtrain import interrupt
 from svmtrain._engine import DualCD
@@ -61,6 +62,7 @@ class ConstraintCache:
         """x_c = scale_c * X[row_c] (+ the bias feature), unshifted: binary, regression, raw
         constraints. Costs one int64 per constraint over the row and scale arrays (no copies of them
         when they are int64 / float64 already): the offsets and bias flags are broadcast views."""
+        import numpy as np
         row = np.asarray(row, dtype=np.int64)
         n = row.shape[0]
         return cls(indptr, indices, data, int(n_cols), np.arange(n + 1, dtype=np.int64), row,
@@ -182,6 +184,39 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
         engine.shrinking_thresholds = shrink0
     if rounds:
         engine.keep_gradients()
+    run = run_epochs(engine, epsilon=epsilon, max_epochs=max_epochs, exact_every=exact_every,
+                     on_epoch=on_epoch, start=start)
+    # the engine ends here: its own w is handed over, not copied (a second copy of w was the peak
+    # of training sector multiclass); engine.alpha is a copy in the caller's order
+    return Solution(w=engine.final_w(), alpha=engine.alpha, dual=run.dual, primal=run.primal,
+                    relative_gap=relative_gap(run.primal, run.dual), epochs=run.epochs,
+                    seconds=time.perf_counter() - start, converged=run.converged,
+                    records=run.records, interrupted=run.interrupted,
+                    thresholds=engine.shrinking_thresholds, visits=run.visits,
+                    gradients=engine.gradients if rounds else None,
+                    sqnorm=engine.sqnorms if rounds else None)
+
+
+@record
+class EpochRun:
+    """What run_epochs did: the epochs, the exact bounds at the w it ends with, the records."""
+
+    epochs: int
+    primal: float
+    dual: float
+    converged: bool
+    interrupted: bool
+    visits: int                  # constraints visited over all epochs
+    records: list
+
+
+def run_epochs(engine, *, epsilon: float, max_epochs: int, exact_every: int = 10,
+               on_epoch: Optional[Callable[[EpochRecord], None]] = None,
+               start: Optional[float] = None) -> EpochRun:
+    """`solve`'s stopping policy on an engine (a DualCD, or a kernel of its interface): epochs
+    until the exact relative gap is at most epsilon, or max_epochs; it ends with w recomputed and
+    exact bounds. No numpy: `train`'s lean path runs it too."""
+    start = time.perf_counter() if start is None else start
     records = []
     converged = interrupted = False
     epoch = 0
@@ -261,11 +296,4 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     if not records or not records[-1].exact:
         engine.recompute_w()
         primal, dual = engine.exact_bounds()
-    # the engine ends here: its own w is handed over, not copied (a second copy of w was the peak
-    # of training sector multiclass); engine.alpha is a copy in the caller's order
-    return Solution(w=engine.final_w(), alpha=engine.alpha, dual=dual, primal=primal,
-                    relative_gap=relative_gap(primal, dual), epochs=epoch,
-                    seconds=time.perf_counter() - start, converged=converged, records=records,
-                    interrupted=interrupted, thresholds=engine.shrinking_thresholds,
-                    visits=total_visits, gradients=engine.gradients if rounds else None,
-                    sqnorm=engine.sqnorms if rounds else None)
+    return EpochRun(epoch, primal, dual, converged, interrupted, total_visits, records)

@@ -572,6 +572,30 @@ def _predict(f, plain, limit, model, scores, write):
     labels = model.labels
     bias = 0.0 if model.bias is None else model.bias
     parser = _reader.Parser(model.index_base == 0, 1)
+    for rows in parsed(f, plain, parser, limit):
+        if regression:
+            write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
+                                         model.bias is not None, metric.sums))
+        elif not sequence:                   # (a sequence file's rows: tagged once all parsed)
+            done = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
+                                          model.bias is not None, labels, texts, scores)
+            metric.add(done, rows)
+            write(done[0])
+    if sequence:
+        rows = parser.n_rows
+        tagged = _reader.tag_parsed(parser, model.w, model.n_cols, model.K, bias,
+                                    model.bias is not None, labels, texts, scores)
+        if tagged is None:
+            raise _NotHere                   # (the full path names the line)
+        metric.add((tagged[0], tagged[1], 0, 0, 0), rows)
+        write(tagged[0])
+    return metric
+
+
+def parsed(f, plain, parser, limit):
+    """Parse the text stream f (a plain file or a decompressor) with `parser`, _READ bytes at a
+    time; after each piece, yield the parser's rows (the caller may take them). _NotHere on a
+    line the reader refuses (the full path names it) and past `limit` bytes of text."""
     size = _READ
     if plain:
         try:
@@ -593,15 +617,7 @@ def _predict(f, plain, limit, model, scores, write):
         view.release()
         if err:
             raise _NotHere                   # the full path names the line
-        rows = parser.n_rows
-        if regression:
-            write(_reader.regress_parsed(parser, model.w, model.n_cols, bias,
-                                         model.bias is not None, metric.sums))
-        elif not sequence:                   # (a sequence file's rows: tagged once all parsed)
-            parsed = _reader.predict_parsed(parser, model.w, model.n_cols, model.K, bias,
-                                            model.bias is not None, labels, texts, scores)
-            metric.add(parsed, rows)
-            write(parsed[0])
+        yield parser.n_rows
         if consumed:
             buf[: n - consumed] = buf[consumed:n]
             n -= consumed
@@ -611,15 +627,6 @@ def _predict(f, plain, limit, model, scores, write):
             buf.extend(bytes(len(buf)))      # one line longer than the buffer
         if eof and n == 0:
             break
-    if sequence:
-        rows = parser.n_rows
-        tagged = _reader.tag_parsed(parser, model.w, model.n_cols, model.K, bias,
-                                    model.bias is not None, labels, texts, scores)
-        if tagged is None:
-            raise _NotHere                   # (the full path names the line)
-        metric.add((tagged[0], tagged[1], 0, 0, 0), rows)
-        write(tagged[0])
-    return metric
 
 
 def _decompressor(kind, raw):

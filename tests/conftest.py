@@ -8,6 +8,23 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A command run two ways, for the lean paths' tests (test_lean_predict, test_lean_train): the
+# console script's entry, which offers it to svmtrain.lean_predict / lean_train first and reports
+# at exit whether numpy was imported (False: the lean path ran it), and click's alone
+CONSOLE_SCRIPT = """
+import atexit, sys
+atexit.register(lambda: print("numpy" in sys.modules, file=sys.__stderr__))
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.__main__ import run
+run()
+"""
+CLICK_ONLY = """
+import sys
+sys.argv = ["svmtrain"] + sys.argv[1:]
+from svmtrain.cli import main
+main(prog_name="svmtrain")
+"""
+
 
 def shared_data_root() -> Path:
     return Path(os.environ.get("SVMTRAIN_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import CLICK_ONLY, CONSOLE_SCRIPT
 
 from svmtrain import lean_predict
 from svmtrain.model import ModelError, parse_model
@@ -31,20 +32,7 @@ CPUSMALL_TEST = os.path.join(DATA, "cpusmall_scale.test.sample")
 CONLL = os.path.join(DATA, "conll2000.train.svm")
 CONLL_TEST = os.path.join(DATA, "conll2000.test.svm")
 
-# the console script's entry, reporting at exit whether numpy was imported (the lean path ran)
-_CONSOLE = """
-import atexit, sys
-atexit.register(lambda: print("numpy" in sys.modules, file=sys.__stderr__))
-sys.argv = ["svmtrain"] + sys.argv[1:]
-from svmtrain.__main__ import run
-run()
-"""
-_CLICK = """
-import sys
-sys.argv = ["svmtrain"] + sys.argv[1:]
-from svmtrain.cli import main
-main(prog_name="svmtrain")
-"""
+_CONSOLE, _CLICK = CONSOLE_SCRIPT, CLICK_ONLY
 
 
 def _run(code, args, cwd, stdin=None):

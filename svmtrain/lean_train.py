@@ -1,0 +1,309 @@
+"""`svmtrain train` of a binary model without numpy or click: what a parameter search pays.
+
+A process that imports numpy cannot start in less time than that import takes (about 0.08 s of
+the 0.14 s LIBLINEAR's `train` needs for a9a). So the console script (svmtrain.__main__) first
+offers a train command line to `run` here. It takes it when the command is of the plain form
+
+    svmtrain train [-t binary] [-m auto|n-slack] [-c C] [-e EPSILON] [-B BIAS] [--seed N]
+                   [--max-epochs N] [--shrinking|--no-shrinking] [--zero-based] [-q|--quiet]
+                   TRAIN_FILE MODEL_FILE
+
+(an option's value as the next word, or after `=` for the long ones), TRAIN_FILE a regular file,
+plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, with two labels, no `qid:` or
+`cost:` and rows whose squared norms are finite, and `--mode auto` choosing n-slack for it (as
+svmtrain.auto does for such a file). Then the run is the full path's, step for step, on the same
+code where it matters: the reader's C parser (`Parser.take_buffers`), the engine over one
+constraint per row (`DualCD.from_rows`, the layout `DualCD` gives Binary.all_constraints' cache),
+the engine's stopping policy (svmtrain.engine.run_epochs), and the certificate's sums
+(svmtrain._linear.binary_hinge_sum, the loss Binary.violations and objective.PrimalAccumulator
+add up, and svmtrain.objective's ||w||^2 and dual). The model file, its certificate and the
+summary line are the full path's, byte for byte (tests/test_lean_train.py compares the two on the
+shared data and on every option taken here).
+
+Anything else, and anything unexpected on the way (a data line the full path would refuse, a
+model file that cannot be written), is not judged here: `run` returns None, having written
+nothing, and the command runs through click and svmtrain.api, which train it or say what is
+wrong. What the lean path does not show: the full path's progress bars, which a run this short
+would not draw (tqdm waits 0.1 s before its first refresh). A SIGINT or SIGTERM stops the run
+after its current epoch, as on the full path; the model is then written and, since the state the
+full path leaves beside it (MODEL_FILE.state.npz) needs numpy, written by the full path's code.
+"""
+
+import math
+import os
+import struct
+import sys
+import time
+
+from svmtrain.lean_predict import _NotHere
+
+#: the most text (after decompression) trained here: a file this size trains in about a second,
+#: where start-up no longer dominates. Below svmtrain.auto.LARGE_BYTES: auto's choice is n-slack
+LEAN_BYTES = 16 << 20
+
+#: flag -> (field, value)
+_FLAGS = {"-q": ("quiet", True), "--quiet": ("quiet", True), "--shrinking": ("shrinking", True),
+          "--no-shrinking": ("shrinking", False), "--zero-based": ("zero_based", True)}
+
+
+def _positive(text):
+    x = _number(text)
+    return x if x is not None and x > 0 else None
+
+
+def _epsilon(text):
+    x = _number(text)
+    return x if x is not None and 0 < x < 1 else None
+
+
+def _bias(text):
+    x = _number(text)
+    return None if x is None else (x if x >= 0 else "none")
+
+
+def _number(text):
+    """click's float (Python's float), finite; else None."""
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _integer(lo, hi):
+    def convert(text):
+        try:
+            n = int(text)              # click's int
+        except ValueError:
+            return None
+        return n if lo <= n <= hi else None
+    return convert
+
+
+def _word(*choices):
+    def convert(text):
+        return text if text in choices else None
+    return convert
+
+
+#: option -> (field, converter); a converter returns None for a value the full path must judge
+_VALUES = {"-t": ("task", _word("binary")), "--task": ("task", _word("binary")),
+           "-m": ("mode", _word("auto", "n-slack")), "--mode": ("mode", _word("auto", "n-slack")),
+           "-c": ("C", _positive), "-e": ("epsilon", _epsilon), "--epsilon": ("epsilon", _epsilon),
+           "-B": ("bias", _bias), "--bias": ("bias", _bias),
+           "--seed": ("seed", _integer(0, 2**63 - 1)),
+           "--max-epochs": ("max_epochs", _integer(1, sys.maxsize))}
+
+
+def _command(args):
+    """(train file, model file, options) of a plain train command line, else None."""
+    o = {"task": "binary", "mode": "auto", "C": 1.0, "epsilon": 1e-3, "bias": "none", "seed": 1,
+         "max_epochs": 1000, "shrinking": True, "zero_based": False, "quiet": False}
+    positional = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a in _FLAGS:
+            name, value = _FLAGS[a]
+            o[name] = value
+            continue
+        if not a.startswith("-") or a == "-":
+            positional.append(a)
+            continue
+        flag, eq, value = a.partition("=")
+        if flag not in _VALUES or (eq and not flag.startswith("--")):
+            return None        # --help, --trace, -c1, --, ...: click's
+        if not eq:
+            if i == len(args):
+                return None
+            value = args[i]
+            i += 1
+        name, convert = _VALUES[flag]
+        value = convert(value)
+        if value is None:
+            return None        # the full path says what is wrong with it
+        o[name] = value
+    if len(positional) != 2 or "-" in positional:
+        return None
+    # the environment can ask for Dask (train's --scheduler reads it)
+    if os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        return None
+    return positional[0], positional[1], o
+
+
+def run(args):
+    """Train as `svmtrain train ARGS` would; the exit status, or None when the full path must
+    run the command (nothing has been written then)."""
+    parsed = _command(args)
+    if parsed is None:
+        return None
+    path, model_path, o = parsed
+    try:
+        if os.path.isdir(model_path) or _size_for_auto(path) is None:
+            return None
+        return _train(path, model_path, o)
+    except KeyboardInterrupt:
+        print("svmtrain: interrupted; no model was written", file=sys.stderr)
+        return 130
+    except Exception:
+        # _NotHere, or what the full path names better (a file that cannot be read or written,
+        # memory): nothing was written, and the full path says what is wrong or does it its way
+        return None
+
+
+def _size_for_auto(path):
+    """The text's size (estimated for a compressed file, as svmtrain.auto estimates it) when
+    `--mode auto` chooses n-slack for it and it is at most LEAN_BYTES, else None."""
+    from svmtrain import auto
+    from svmtrain.lean_predict import _input_kind
+    kind = _input_kind(path, LEAN_BYTES)
+    if kind is None:
+        return None
+    size = os.path.getsize(path) * auto.COMPRESSION.get(kind, 1)
+    memory = auto.available_memory()
+    if memory is not None and size * auto.MEMORY_PER_BYTE > memory / 2:
+        return None                    # online-dual
+    if size > auto.LARGE_BYTES:
+        return None                    # 1-slack
+    return size
+
+
+def _read(path, zero_based):
+    """The rows of the file as the reader's buffers (Parser.take_buffers)."""
+    from svmtrain import _reader
+    from svmtrain.lean_predict import _decompressor, _input_kind, parsed
+    kind = _input_kind(path, LEAN_BYTES)
+    parser = _reader.Parser(zero_based, 1)
+    with open(path, "rb") as raw:
+        f = raw if kind == "plain" else _decompressor(kind, raw)
+        for _ in parsed(f, kind == "plain", parser, LEAN_BYTES):
+            pass
+    *arrays, n_features = parser.take_buffers()
+    return (*map(memoryview, arrays), n_features)
+
+
+def _train(path, model_path, o):
+    from svmtrain import _linear, interrupt, objective
+    from svmtrain._engine import DualCD
+    from svmtrain.engine import run_epochs
+
+    started = time.perf_counter()
+    indptr, indices, values, target, qid, cost, _line, n_features = _read(path, o["zero_based"])
+    n = len(target)
+    # Binary.from_training_data: two labels, the larger positive; no qids or costs here
+    labels = _linear.distinct_values(target, 3)
+    if len(labels) != 2 or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels):
+        raise _NotHere                 # (-0.0: np.unique's choice between the zeros)
+    if n and (_linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0)):
+        raise _NotHere
+    n_cols = max(n_features, 1)
+    if n_cols > 2**31 - 2:             # svmtrain.data.MAX_FEATURES: the full path says which row
+        raise _NotHere
+    positive, negative = max(labels), min(labels)
+    bias = o["bias"]
+    has_bias = bias != "none"
+    y = _linear.binary_signs(target, positive)
+    C = o["C"]
+    engine = DualCD.from_rows(indptr, indices, values, y, C, n_cols=n_cols,
+                              bias=bias if has_bias else 0.0, has_bias=has_bias, seed=o["seed"],
+                              shrinking=o["shrinking"])
+    with interrupt.watch():
+        done = run_epochs(engine, epsilon=o["epsilon"], max_epochs=o["max_epochs"])
+    w, alpha = engine.w_buffer(), engine.alpha_buffer()
+    thresholds = engine.shrinking_thresholds
+    del engine
+    # the certificate (nslack.train_nslack): P from the task's pass over the rows, D from the
+    # alphas, both with the same ||w||^2
+    acc = memoryview(bytearray(16)).cast("d")
+    _linear.binary_hinge_sum(indptr, indices, values, y, w, n_cols, bias if has_bias else 0.0,
+                             has_bias, C, acc)
+    P = objective.primal_value(w, acc, n).primal
+    D = objective.dual(w, memoryview(_ONE * n).cast("d"), alpha)
+    rel = objective.relative_gap(P, D)
+    header = {"task": "binary", "mode": "n-slack", "solver": "dcd", "C": repr(C),
+              "bias": repr(bias) if has_bias else "none", "features": str(n_cols),
+              "index_base": "0" if o["zero_based"] else "1",
+              "labels": f"{_label(positive)} {_label(negative)}", "epsilon": repr(o["epsilon"]),
+              "dual": repr(D), "primal": repr(P), "relative_gap": repr(rel), "examples": str(n),
+              "seed": str(o["seed"]), "epochs": str(done.epochs)}
+    _write_model(model_path, header, w)
+    seconds = time.perf_counter() - started
+    if done.interrupted:
+        rows = (indptr, indices, values, target, qid, cost, _line, n_features)
+        state = _save_state(f"{model_path}.state.npz", path, rows, [positive, negative], o,
+                            alpha, thresholds)
+        return _interrupted(model_path, state, rel)
+    quiet = o["quiet"]
+    if not done.converged and not quiet:
+        extra = ("; a gap this large usually means features on very different scales: scale "
+                 "them (e.g. to [0, 1]) and train again" if rel > 0.5 else "")
+        print(f"svmtrain: warning: relative gap {rel:.3g} is above epsilon {o['epsilon']:g} "
+              f"after {done.epochs} epochs (--max-epochs){extra}", file=sys.stderr)
+    if not quiet:
+        print(f"svmtrain: binary n-slack, {n} examples, {n_cols} features: {done.epochs} epochs, "
+              f"{seconds:.3g} s, primal {P:.10g}, dual {D:.10g}, relative gap {rel:.3g}",
+              file=sys.stderr)
+    return 0
+
+
+_ONE = struct.pack("d", 1.0)
+
+
+def _label(x):
+    """model._fmt_label: integral labels as integers, others with repr."""
+    return str(int(x)) if x.is_integer() and abs(x) < 2.0**53 else repr(x)
+
+
+def _write_model(path, header, w):
+    """model.format_model's text of a binary linear model, written atomically."""
+    from svmtrain._reader import weight_text
+    from svmtrain.atomic import atomic_output
+    lines = ["svmtrain_model 1"] + [f"{key} {value}" for key, value in header.items()]
+    nonzero = [j for j, x in enumerate(w) if x != 0.0 or math.copysign(1.0, x) < 0]
+    with atomic_output(path, "w") as f:
+        if 2 * len(nonzero) < len(w):
+            lines.append(f"weights sparse {len(nonzero)}")
+            f.write("\n".join(lines) + "\n")
+            at = memoryview(bytearray(8 * len(nonzero))).cast("q")
+            kept = memoryview(bytearray(8 * len(nonzero))).cast("d")
+            for k, j in enumerate(nonzero):
+                at[k], kept[k] = j, w[j]
+            if nonzero:
+                f.write(weight_text(kept, at))
+        else:
+            lines.append(f"weights dense {len(w)}")
+            f.write("\n".join(lines) + "\n")
+            f.write(weight_text(w))
+        f.write("end\n")
+
+
+def _save_state(state_path, path, rows, labels, o, alpha, thresholds):
+    """The dual state an interrupted run leaves beside its model (controlled.save_state's, by
+    the full path's code and so with numpy: the run is over)."""
+    import numpy as np
+    from svmtrain.data import Block
+    from svmtrain.state import save_state
+    from svmtrain.tasks.base import Geometry
+    from svmtrain.tasks.binary import Binary
+    indptr, indices, values, target, qid, cost, line, n_features = (
+        np.frombuffer(r, np.int64 if memoryview(r).format == "q" else np.float64)
+        if not isinstance(r, int) else r for r in rows)
+    block = Block(indptr, indices, values, target, qid, cost, line, max(n_features, 1), 0)
+    task = Binary(labels)
+    bias = o["bias"] if o["bias"] != "none" else None
+    problem = task.problem(block, path, o["C"], Geometry(block.n_features, bias))
+    save_state(state_path, task="binary", C=o["C"], examples=block.n_rows, block=block,
+               constraints=task.all_constraints(problem, block),
+               alpha=np.frombuffer(alpha, np.float64), thresholds=thresholds)
+    return state_path
+
+
+def _interrupted(model_path, state, rel):
+    """What the full path says of an interrupted run (svmtrain.cli.train)."""
+    import signal
+    from svmtrain import interrupt
+    name = signal.Signals(interrupt.signal_received()).name
+    print(f"svmtrain: interrupted ({name}): wrote {model_path} and {state} (relative gap "
+          f"{rel:.3g})", file=sys.stderr)
+    return interrupt.exit_status()
