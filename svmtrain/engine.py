@@ -2,8 +2,9 @@
 
 The kernel (`svmtrain._engine.DualCD`) does the arithmetic; this module decides when to look at the
 exact bounds, when to undo shrinking and what to record. Every solver schedule (n-slack, 1-slack,
-online-dual) calls `solve` on a `ConstraintCache`; `train`'s lean path (svmtrain.lean_train), which
-imports no numpy, runs the same policy (`run_epochs`) on an engine built from the reader's buffers.
+online-dual) calls `solve` on a `ConstraintCache`; `solve`'s policy is svmtrain.stopping's
+`run_epochs`, which `train`'s lean path (svmtrain.lean_train) runs on an engine built from the
+reader's buffers.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import time
 from dataclasses import field
 from typing import Callable, Optional
 
-from svmtrain import interrupt
 from svmtrain._engine import DualCD
 from svmtrain.objective import relative_gap   # (the solvers take it from here too)
 from svmtrain.records import record
+from svmtrain.stopping import run_epochs
 
 
 @record
@@ -185,7 +186,7 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
     if rounds:
         engine.keep_gradients()
     run = run_epochs(engine, epsilon=epsilon, max_epochs=max_epochs, exact_every=exact_every,
-                     on_epoch=on_epoch, start=start)
+                     on_epoch=on_epoch, start=start, record=EpochRecord)
     # the engine ends here: its own w is handed over, not copied (a second copy of w was the peak
     # of training sector multiclass); engine.alpha is a copy in the caller's order
     return Solution(w=engine.final_w(), alpha=engine.alpha, dual=run.dual, primal=run.primal,
@@ -195,105 +196,3 @@ def solve(cache: ConstraintCache, *, epsilon: float, max_epochs: int, seed: int,
                     thresholds=engine.shrinking_thresholds, visits=run.visits,
                     gradients=engine.gradients if rounds else None,
                     sqnorm=engine.sqnorms if rounds else None)
-
-
-@record
-class EpochRun:
-    """What run_epochs did: the epochs, the exact bounds at the w it ends with, the records."""
-
-    epochs: int
-    primal: float
-    dual: float
-    converged: bool
-    interrupted: bool
-    visits: int                  # constraints visited over all epochs
-    records: list
-
-
-def run_epochs(engine, *, epsilon: float, max_epochs: int, exact_every: int = 10,
-               on_epoch: Optional[Callable[[EpochRecord], None]] = None,
-               start: Optional[float] = None) -> EpochRun:
-    """`solve`'s stopping policy on an engine (a DualCD, or a kernel of its interface): epochs
-    until the exact relative gap is at most epsilon, or max_epochs; it ends with w recomputed and
-    exact bounds. No numpy: `train`'s lean path runs it too."""
-    start = time.perf_counter() if start is None else start
-    records = []
-    converged = interrupted = False
-    epoch = 0
-    primal = dual = math.nan
-    visits = last_exact = 0      # constraints visited, and the epoch, since the last exact check
-    total_visits = 0
-    # Crammer-Singer examples shrink as LIBLINEAR's -s 4 does, whole examples at once (as do the
-    # examples of svmtrain._regression's kernel, LIBLINEAR -s 13's), so the estimate of eq. 23
-    # keeps their stale terms: as in LIBLINEAR, the active set is taken to have converged when its
-    # violation falls below a threshold that halves at each unshrink.
-    crammer_singer = (engine.n_crammer_singer_groups > 0
-                      or getattr(engine, "shrinks_whole_examples", False))
-    unshrink_below = math.inf
-    for epoch in range(1, max_epochs + 1):
-        visited = engine.n_active_constraints()
-        visits += visited
-        total_visits += visited
-        _steps, violation, active = engine.epoch()
-        primal, dual = engine.approximate_bounds()
-        exact = False
-        if crammer_singer and epoch == 1:
-            unshrink_below = 0.25 * violation
-        elif crammer_singer and violation <= unshrink_below and not engine.all_active:
-            # LIBLINEAR's unshrink (no check: the estimate catches up in the epochs that follow)
-            engine.unshrink()
-            unshrink_below = 0.5 * min(unshrink_below, violation)
-        # one-constraint groups (binary, raw constraints): the gap from its terms, which has no
-        # stale ones (eq. 23's keeps each shrunk constraint's loss of the epoch it left, far off
-        # once w has moved: kddcup99's first 50000 binary rows at -e 1e-3 looked undone for 990
-        # epochs over 12 active constraints after the gap was 4e-7)
-        gap = engine.approximate_gap()
-        looks_done = (violation <= 1e-12 or (relative_gap(primal, dual) <= epsilon if math.isnan(gap)
-                                             else relative_gap(dual + gap, dual) <= epsilon))
-        # An exact check costs about one sequential pass over every constraint: take it every
-        # `exact_every` epochs, but not before the shrunk epochs have done a pass's worth of work.
-        # (Crammer-Singer: the check also unshrinks, whose epoch is another pass: three passes.)
-        due = (epoch - last_exact >= exact_every
-               and visits >= (3 if crammer_singer else 1) * engine.n_constraints)
-        if looks_done or due or epoch == max_epochs:
-            visits, last_exact = 0, epoch
-            if crammer_singer:
-                # recompute_w costs another pass: only once the bounds at the incremental w pass
-                primal, dual = engine.exact_bounds()
-                if relative_gap(primal, dual) <= epsilon or epoch == max_epochs:
-                    engine.recompute_w()
-                    primal, dual = engine.exact_bounds()
-            else:
-                engine.recompute_w()
-                primal, dual = engine.exact_bounds()
-            exact = True
-            if relative_gap(primal, dual) <= epsilon:
-                converged = True
-            elif crammer_singer and not engine.all_active:
-                # LIBLINEAR -s 4's unshrink
-                engine.unshrink()
-                unshrink_below = 0.5 * min(unshrink_below, violation)
-            elif not engine.all_active and (looks_done
-                                            or engine.shrunk_gap() >= 0.5 * (primal - dual)):
-                # the active set has converged but the whole problem has not (LIBLINEAR's
-                # unshrink), or most of the gap lies in shrunk constraints, where no step on the
-                # active set can close it (eq. 23's estimate, stale for them, need never look
-                # done). The thresholds stay: the next epoch sets aside again what is still far
-                # from moving, and keeps what the check found
-                kept = engine.shrinking_thresholds
-                engine.unshrink()
-                engine.shrinking_thresholds = kept
-        record = EpochRecord(epoch, time.perf_counter() - start, dual, primal,
-                             relative_gap(primal, dual), exact, active, violation, visited)
-        records.append(record)
-        if on_epoch is not None:
-            on_epoch(record)
-        if converged:
-            break
-        if interrupt.requested():
-            interrupted = True
-            break
-    if not records or not records[-1].exact:
-        engine.recompute_w()
-        primal, dual = engine.exact_bounds()
-    return EpochRun(epoch, primal, dual, converged, interrupted, total_visits, records)

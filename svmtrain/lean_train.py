@@ -14,7 +14,7 @@ plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, with two label
 svmtrain.auto does for such a file). Then the run is the full path's, step for step, on the same
 code where it matters: the reader's C parser (`Parser.take_buffers`), the engine over one
 constraint per row (`DualCD.from_rows`, the layout `DualCD` gives Binary.all_constraints' cache),
-the engine's stopping policy (svmtrain.engine.run_epochs), and the certificate's sums
+the engine's stopping policy (svmtrain.stopping.run_epochs), and the certificate's sums
 (svmtrain._linear.binary_hinge_sum, the loss Binary.violations and objective.PrimalAccumulator
 add up, and svmtrain.objective's ||w||^2 and dual). The model file, its certificate and the
 summary line are the full path's, byte for byte (tests/test_lean_train.py compares the two on the
@@ -186,7 +186,7 @@ def _read(path, zero_based):
 def _train(path, model_path, o):
     from svmtrain import _linear, interrupt, objective
     from svmtrain._engine import DualCD
-    from svmtrain.engine import run_epochs
+    from svmtrain.stopping import run_epochs
 
     started = time.perf_counter()
     indptr, indices, values, target, qid, cost, _line, n_features = _read(path, o["zero_based"])
