@@ -92,37 +92,16 @@ whose gradient is below every movable one's, and the whole example when at most 
 left free. exact_bounds() then refreshes the estimate's terms of the examples out of the active set.
 """
 
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport INFINITY, NAN, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
+from libc.string cimport memcmp
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport offset_t, value_t, prefetch, row_t, shuffle, row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm
+from _sparse cimport (buffer_address, offset_t, value_t, prefetch, row_t, shuffle, row_axpy,
+                      row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm, zeros_as_numpy)
 
-
-class _Numpy:
-    """numpy, imported when first used: `train`'s lean path (svmtrain.lean_train) builds an engine
-    from the reader's buffers (DualCD.from_rows) and never imports it (0.08 s of a process)."""
-
-    def __getattr__(self, name):
-        import numpy
-        globals()["np"] = numpy
-        return getattr(numpy, name)
-
-
-np = _Numpy()
-
-
-cdef void* _address(object a) except? NULL:
-    """The first byte of a C-contiguous buffer that `a` keeps alive (a numpy array the engine
-    holds in _keep)."""
-    cdef Py_buffer view
-    cdef void* p
-    PyObject_GetBuffer(a, &view, PyBUF_SIMPLE)
-    p = view.buf
-    PyBuffer_Release(&view)
-    return p
+from svmtrain import _numpy as np    # (numpy on first use: svmtrain/_numpy.py)
 
 
 # A constraint's length (row nonzeros, or terms in the terms layout) and the row of `kinds` holding its
@@ -185,7 +164,7 @@ cdef inline double clip(double x, double lo, double hi) noexcept nogil:
 
 
 cdef inline bint _same_bits(double a, double b) noexcept nogil:
-    return (<uint64_t*>&a)[0] == (<uint64_t*>&b)[0]
+    return memcmp(&a, &b, sizeof(double)) == 0
 
 
 def _columns_in_range(const int32_t[::1] indices, int64_t n_cols):
@@ -357,7 +336,7 @@ def _shared_row_groups(indptr, indices32, tptr, const row_t[:] term_row, const o
     cdef int64_t[::1] buf_v = buf, ostart_v = off_start, noff_v = n_off
     cdef int64_t[::1] rrow_v = rep_row
     cdef uint8_t[::1] sh_v = shared.view(np.uint8), rb_v = rep_bias.view(np.uint8)
-    cdef ResOff* ro = <ResOff*> _address(pairs)
+    cdef ResOff* ro = <ResOff*> buffer_address(pairs)
     # the distinct offsets of the shared-row groups, in a buffer that grows as they are found
     cdef int64_t room = 1024
     cdef int64_t* obuf = <int64_t*> malloc(room * sizeof(int64_t))
@@ -735,12 +714,12 @@ cdef class DualCD:
                 raise ValueError("nonneg must hold one flag per column of w (n_w)")
         self.nonneg = nonneg is not None and bool(nonneg.any())
         if self.nonneg:
-            self.nn_mask = <const uint8_t*> _address(nonneg)
+            self.nn_mask = <const uint8_t*> buffer_address(nonneg)
             self.beta = <double*> calloc(max(n_w, 1), sizeof(double))
             if self.beta == NULL:
                 raise MemoryError()
         self._keep = (indices32, nonneg)
-        self.indices = <const int32_t*> _address(indices32)
+        self.indices = <const int32_t*> buffer_address(indices32)
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_w
@@ -788,16 +767,16 @@ cdef class DualCD:
         self.data = self.data32 = NULL
         self.data8 = NULL
         if data.dtype == np.float32:
-            self.data32 = <const float*> _address(data)
+            self.data32 = <const float*> buffer_address(data)
         elif data.dtype == np.uint8:
-            self.data8 = <const uint8_t*> _address(data)
+            self.data8 = <const uint8_t*> buffer_address(data)
         else:
-            self.data = <const double*> _address(data)
+            self.data = <const double*> buffer_address(data)
         if self.n_shared:
             n_slot = max(int(n_off.max()), 1)
             # the slots are this engine's own (a fresh array, reordered with the terms)
             self._keep = self._keep + (slot,)
-            self.tslot = <int32_t*> _address(slot)
+            self.tslot = <int32_t*> buffer_address(slot)
             self.soffs = <int64_t*> malloc(max(soffs.shape[0], 1) * sizeof(int64_t))
             self.sbuf = <double*> malloc(n_slot * sizeof(double))
             self.cbuf = <double*> malloc(n_slot * sizeof(double))
@@ -819,24 +798,24 @@ cdef class DualCD:
                 term_row, term_offset = term_row.astype(np.int64), term_offset.astype(np.int64)
                 term_scale, term_bias = term_scale.astype(np.float64), term_bias.copy()
             self._keep = self._keep + (indptr, term_row, term_offset, term_scale, term_bias)
-            self.rptr = <const int64_t*> _address(indptr)
+            self.rptr = <const int64_t*> buffer_address(indptr)
             self.t_row = self.t_off = NULL
             self.t_row32 = self.t_off32 = NULL
             if term_row.dtype == np.int32:
-                self.t_row32 = <const int32_t*> _address(term_row)
+                self.t_row32 = <const int32_t*> buffer_address(term_row)
             else:
-                self.t_row = <int64_t*> _address(term_row)
+                self.t_row = <int64_t*> buffer_address(term_row)
             if term_offset.dtype == np.int32:
-                self.t_off32 = <const int32_t*> _address(term_offset)
+                self.t_off32 = <const int32_t*> buffer_address(term_offset)
             else:
-                self.t_off = <int64_t*> _address(term_offset)
+                self.t_off = <int64_t*> buffer_address(term_offset)
             self.t_scale = NULL
             self.t_scale32 = NULL
             if term_scale.dtype == np.float32:
-                self.t_scale32 = <const float*> _address(term_scale)
+                self.t_scale32 = <const float*> buffer_address(term_scale)
             else:
-                self.t_scale = <double*> _address(term_scale)
-            self.t_bias = <uint8_t*> _address(term_bias)
+                self.t_scale = <double*> buffer_address(term_scale)
+            self.t_bias = <uint8_t*> buffer_address(term_bias)
             self.t_bias_col = <int32_t>(stride * n_cols) if has_bias else -1
             self._acc_alloc(tptr)
         cdef const int64_t[::1] order_v = order if reordered else np.zeros(1, np.int64)
@@ -954,8 +933,8 @@ cdef class DualCD:
             raise ValueError("group bounds C_g must be finite and >= 0")
         if n_cols < 0 or n_cols > INT32_MAX or n > INT32_MAX:
             raise ValueError("the engine takes at most 2**31 - 1 columns and constraints")
-        indices32 = bytearray(4 * max(nnz, 1))
-        cdef int32_t* i32 = <int32_t*> _address(indices32)
+        indices32 = zeros_as_numpy((max(nnz, 1) + 1) // 2)    # (nnz int32s)
+        cdef int32_t* i32 = <int32_t*> buffer_address(indices32)
         for k in range(n):
             if ptr_v[k + 1] < ptr_v[k] or ptr_v[k + 1] - ptr_v[k] > INT32_MAX:
                 raise ValueError("from_rows: indptr is not a valid CSR row pointer")
@@ -973,7 +952,7 @@ cdef class DualCD:
         self.bias_col = n_cols if has_bias else -1
         self.n_w = n_cols + (1 if has_bias else 0)
         self.stride = 1
-        self.w_ = memoryview(bytearray(8 * max(self.n_w, 1))).cast("d")
+        self.w_ = zeros_as_numpy(max(self.n_w, 1))     # (numpy's huge-page advice, as an array's)
         self.w = &self.w_[0]
         self.shrinking = shrinking
         self.rng = seed

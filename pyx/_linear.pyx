@@ -5,22 +5,14 @@
 Columns at or beyond `n_cols` are ignored, as LIBLINEAR ignores features a model has not seen.
 """
 
+from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 from _sparse cimport column_t, offset_t, row_t, scale_t, value_t
 
-
-class _Numpy:
-    """numpy, imported when first used: `train`'s lean path (svmtrain.lean_train) computes the
-    certificate with this module's loops and never imports it."""
-
-    def __getattr__(self, name):
-        import numpy
-        globals()["np"] = numpy
-        return getattr(numpy, name)
-
-
-np = _Numpy()
+from svmtrain import _numpy as np    # (numpy on first use: svmtrain/_numpy.py)
 
 
 cdef inline double _score(const int64_t* indptr, const column_t* indices, const double* data,
@@ -111,14 +103,114 @@ def binary_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
     acc[1] = comp
 
 
+def multiclass_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
+                         const double[::1] data, const int64_t[::1] y, const double[::1] w,
+                         int64_t n_cols, int64_t K, double bias, bint has_bias, double C,
+                         double[::1] acc):
+    """hinge_sum of C max_j (Delta(y_i, j) - (S_iy - S_ij)) over the rows of a CSR block, the
+    0/1 loss (Delta 1 off the diagonal; j = y_i counts 0), w feature-major (the K weights of
+    column j at w[j K:]): the multiclass task's certificate as objective.PrimalAccumulator sums
+    it (Multiclass.violations: _oracles.block_scores, feature-major, then multiclass_worst, times
+    the costs, then hinge_sum), the same operations in the same order, for `train`'s lean path."""
+    cdef int64_t n = indptr.shape[0] - 1, i, p, j, k
+    cdef double total = acc[0], comp = acc[1], v, best, sy
+    cdef double* S
+    if n < 0 or y.shape[0] != n or indptr[n] > indices.shape[0] or indices.shape[0] != data.shape[0]:
+        raise ValueError("inconsistent CSR arrays")
+    if K < 1 or w.shape[0] < K * (n_cols + (1 if has_bias else 0)):
+        raise ValueError("w is shorter than the model's K x width weights")
+    for i in range(n):
+        if y[i] < 0 or y[i] >= K:
+            raise ValueError("a class index is outside [0, K)")
+    S = <double*> malloc(K * sizeof(double))
+    if S == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            for k in range(K):
+                S[k] = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if 0 <= j < n_cols:
+                    v = data[p]
+                    for k in range(K):
+                        S[k] += w[j * K + k] * v
+            if has_bias:
+                for k in range(K):
+                    S[k] += w[n_cols * K + k] * bias
+            sy = S[y[i]]
+            best = -INFINITY
+            for k in range(K):
+                v = 0.0 if k == y[i] else 1.0 - (sy - S[k])
+                if v > best:
+                    best = v
+            _add_positive(C * best, &total, &comp)
+    free(S)
+    acc[0] = total
+    acc[1] = comp
+
+
+cdef inline bint _nonzero_bits(double x) noexcept nogil:
+    """x's bit pattern is not +0.0 (-0.0 is kept: the model writer's test, model._bits)."""
+    cdef int64_t bits
+    memcpy(&bits, &x, sizeof(double))
+    return bits != 0
+
+
+def nonzero_count(const double[::1] a):
+    """The entries whose bit pattern is not +0.0 (the model writer's sparse-or-dense count)."""
+    cdef Py_ssize_t j, n = 0
+    with nogil:
+        for j in range(a.shape[0]):
+            n += _nonzero_bits(a[j])
+    return n
+
+
+def nonzero_entries(const double[::1] a, int64_t offset):
+    """(values, indices + offset) of the entries nonzero_count counts, as buffers of doubles and
+    int64s (a sparse model's lines, model._weight_chunks')."""
+    cdef Py_ssize_t j, k = 0, n = nonzero_count(a)
+    values = memoryview(bytearray(8 * max(n, 1))).cast("d")
+    index = memoryview(bytearray(8 * max(n, 1))).cast("q")
+    cdef double[::1] v = values
+    cdef int64_t[::1] ix = index
+    with nogil:
+        for j in range(a.shape[0]):
+            if _nonzero_bits(a[j]):
+                v[k] = a[j]
+                ix[k] = j + offset
+                k += 1
+    return values[:n], index[:n]
+
+
+def class_indices(const double[::1] target, const double[::1] labels):
+    """Each row's index among the sorted `labels` (LabelledTask.label_index: searchsorted), as a
+    buffer of int64s; ValueError when a target is not among them."""
+    out = memoryview(bytearray(8 * max(target.shape[0], 1))).cast("q")
+    cdef int64_t[::1] o = out
+    cdef Py_ssize_t i, lo, hi, mid, K = labels.shape[0]
+    for i in range(target.shape[0]):
+        lo, hi = 0, K
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if labels[mid] < target[i]:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == K or labels[lo] != target[i]:
+            raise ValueError("class_indices: a target is not among the labels")
+        o[i] = lo
+    return out[:target.shape[0]]
+
+
 def distinct_values(const double[::1] values, Py_ssize_t most):
     """The first `most` distinct values (compared with ==) in order of appearance: a binary
     file's two labels, and whether there is a third (`train`'s lean path)."""
     cdef list out = []
-    cdef double seen[64]
+    cdef double seen[257]
     cdef Py_ssize_t i, k, m = 0
-    if most > 64:
-        raise ValueError("distinct_values: at most 64")
+    if most > 257:
+        raise ValueError("distinct_values: at most 257")
     for i in range(values.shape[0]):
         for k in range(m):
             if seen[k] == values[i]:

@@ -20,16 +20,14 @@ engine's interface (epoch, approximate_bounds, exact_bounds, recompute_w, unshri
 listed order), so svmtrain.engine.solve drives it with the stopping policy of Crammer-Singer groups.
 """
 
-import numpy as np
-cimport numpy as cnp
 from libc.math cimport INFINITY
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport prefetch, shuffle
+from _sparse cimport buffer_address, prefetch, row_sqnorm, shuffle, zeros_as_numpy
 
-cnp.import_array()
+from svmtrain import _numpy as np    # (numpy on first use: svmtrain/_numpy.py)
 
 
 # What a visit reads of its example, in one 48-byte record (one cache line, not one per array).
@@ -148,8 +146,8 @@ cdef class CrammerSingerCD:
                 factor = np.where(over, C / np.where(sums > 0, sums, 1.0), 1.0)
                 a2[:] = np.minimum(a2 * factor[:, None], C[:, None])
         self._keep = (indices32, data)
-        self.indices = <const int32_t*> cnp.PyArray_DATA(indices32)
-        self.data = <const double*> cnp.PyArray_DATA(data)
+        self.indices = <const int32_t*> buffer_address(indices32)
+        self.data = <const double*> buffer_address(data)
         unit = bool(np.all(margin == 1.0))
         self.n, self.K, self.n_cols = n, K, n_cols
         self.bias = bias
@@ -159,21 +157,7 @@ cdef class CrammerSingerCD:
         self.rng = seed
         self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
         self.w = &self.w_[0]
-        self.ex = <Example*> malloc(max(n, 1) * sizeof(Example))
-        if not unit:
-            self.margin = <double*> calloc(max(n * K, 1), sizeof(double))
-        self.alpha_ = <double*> calloc(max(n * K, 1), sizeof(double))
-        self.cls = <int32_t*> malloc(max(m, 1) * sizeof(int32_t))
-        self.order = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
-        self.out = <uint8_t*> malloc(max(n, 1) * sizeof(uint8_t))
-        self.sv = <double*> malloc(K * sizeof(double))
-        self.ds = <double*> malloc((K + 1) * sizeof(double))
-        self.dv = <double*> malloc(K * sizeof(double))
-        self.dk = <int32_t*> malloc(K * sizeof(int32_t))
-        if (self.ex == NULL or (self.margin == NULL and not unit) or self.alpha_ == NULL
-                or self.cls == NULL or self.order == NULL or self.out == NULL
-                or self.sv == NULL or self.ds == NULL or self.dv == NULL or self.dk == NULL):
-            raise MemoryError("cannot allocate the Crammer-Singer state")
+        self._allocate(unit)
         cdef const double[::1] mg = margin
         cdef const double[::1] al = alpha if alpha is not None else np.zeros(1)
         cdef const int64_t[::1] ip = indptr
@@ -203,16 +187,115 @@ cdef class CrammerSingerCD:
                     r += 1
                     c += 1
                 self.ex[i].A = s
-                s = 0.0
-                for p in range(ip[i], ip[i + 1]):
-                    s += self.data[p] * self.data[p]
-                if has_bias:
-                    s += bias * bias
-                self.ex[i].R = s
+                self.ex[i].R = row_sqnorm(self.data, ip[i], ip[i + 1], bias, self.bias_col)
         self.est_loss = 0.0
         self.shrunk_loss = 0.0
         self.unshrink()
         self.recompute_w()
+
+    cdef int _allocate(self, bint unit) except -1:
+        """The state's arrays for n examples of K classes (alpha all 0; margins only when not all
+        1)."""
+        cdef int64_t n = self.n, K = self.K
+        self.ex = <Example*> malloc(max(n, 1) * sizeof(Example))
+        if not unit:
+            self.margin = <double*> calloc(max(n * K, 1), sizeof(double))
+        self.alpha_ = <double*> calloc(max(n * K, 1), sizeof(double))
+        self.cls = <int32_t*> malloc(max(n * (K - 1), 1) * sizeof(int32_t))
+        self.order = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
+        self.out = <uint8_t*> malloc(max(n, 1) * sizeof(uint8_t))
+        self.sv = <double*> malloc(K * sizeof(double))
+        self.ds = <double*> malloc((K + 1) * sizeof(double))
+        self.dv = <double*> malloc(K * sizeof(double))
+        self.dk = <int32_t*> malloc(K * sizeof(int32_t))
+        if (self.ex == NULL or (self.margin == NULL and not unit) or self.alpha_ == NULL
+                or self.cls == NULL or self.order == NULL or self.out == NULL
+                or self.sv == NULL or self.ds == NULL or self.dv == NULL or self.dk == NULL):
+            raise MemoryError("cannot allocate the Crammer-Singer state")
+        return 0
+
+    @staticmethod
+    def from_rows(indptr, indices, data, y, double C, *, int64_t n_cols, int64_t n_classes,
+                  double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True):
+        """The kernel of every constraint (i, j), j != y_i, l_ij = 1, C_i = C, built from plain
+        buffers (indptr, indices and the class indices y int64, data float64) without numpy:
+        `train`'s lean path (svmtrain.lean_train). The state is the one __init__ lays out from
+        the multiclass task's listing of those rows (unit margins, no hot start), field for
+        field, so its epochs take the same steps (tests/test_lean_train.py compares the models)."""
+        cdef const int64_t[::1] ip = indptr, ind_v = indices, yv = y
+        cdef const double[::1] data_v = data
+        cdef int64_t n = yv.shape[0], K = n_classes, nnz = ind_v.shape[0], i, j, p, r
+        cdef CrammerSingerCD self = CrammerSingerCD.__new__(CrammerSingerCD)
+        if K < 2:
+            raise ValueError("Crammer-Singer needs at least two classes")
+        if ip.shape[0] != n + 1 or ip[0] != 0 or ip[n] != nnz or data_v.shape[0] != nnz:
+            raise ValueError("indptr, indices and data are not a CSR store of one row per example")
+        if not (C >= 0.0 and C < INFINITY):
+            raise ValueError("C_i must be finite and >= 0, one per example")
+        if n_cols < 0 or K * (n_cols + 1) > INT32_MAX:
+            raise ValueError("the kernel takes at most 2**31 - 1 weights")
+        indices32 = zeros_as_numpy((max(nnz, 1) + 1) // 2)    # (nnz int32s)
+        cdef int32_t* i32 = <int32_t*> buffer_address(indices32)
+        for i in range(n):
+            if ip[i + 1] < ip[i] or ip[i + 1] - ip[i] > INT32_MAX:
+                raise ValueError("indptr is not a CSR row pointer")
+            if yv[i] < 0 or yv[i] >= K:
+                raise ValueError("a class index is outside [0, K)")
+        for p in range(nnz):
+            if ind_v[p] < 0 or ind_v[p] >= n_cols:
+                raise ValueError("a column index is outside [0, n_cols)")
+            i32[p] = <int32_t>ind_v[p]
+        self._keep = (indices32, data)
+        self.indices = i32
+        self.data = &data_v[0] if nnz else NULL
+        self.n, self.K, self.n_cols = n, K, n_cols
+        self.bias = bias
+        self.bias_col = K * n_cols if has_bias else -1
+        self.n_w = K * (n_cols + (1 if has_bias else 0))
+        self.shrinking = shrinking
+        self.rng = seed
+        self.w_ = zeros_as_numpy(max(self.n_w, 1))     # (numpy's huge-page advice, as an array's)
+        self.w = &self.w_[0]
+        self._allocate(True)
+        for i in range(n):
+            self.ex[i].y = <int32_t>yv[i]
+            self.ex[i].C = C
+            self.ex[i].start = ip[i]
+            self.ex[i].nnz = <int32_t>(ip[i + 1] - ip[i])
+            self.ex[i]._pad = 0
+            r = 0
+            for j in range(K):
+                if j != yv[i]:
+                    self.cls[i * (K - 1) + r] = <int32_t>j
+                    r += 1
+            self.ex[i].A = 0.0
+            self.ex[i].R = row_sqnorm(self.data, ip[i], ip[i + 1], bias, self.bias_col)
+            if not (self.ex[i].R < INFINITY):
+                raise ValueError("from_rows: a row's squared norm overflows")
+        self.est_loss = 0.0
+        self.shrunk_loss = 0.0
+        self.unshrink()
+        self.recompute_w()
+        return self
+
+    def alpha_buffer(self):
+        """`alpha` as a buffer of doubles (a copy; no numpy)."""
+        out = memoryview(bytearray(8 * max(self.n * (self.K - 1), 1))).cast("d")
+        self._alpha_into(out)
+        return out[:self.n * (self.K - 1)]
+
+    def w_buffer(self):
+        """final_w() as a buffer of doubles (no numpy)."""
+        return memoryview(self.w_).cast("B").cast("d")[:self.n_w]
+
+    cdef void _alpha_into(self, double[::1] o) noexcept:
+        cdef int64_t i, j, c = 0, K = self.K
+        with nogil:
+            for i in range(self.n):
+                for j in range(K):
+                    if j != self.ex[i].y:
+                        o[c] = self.alpha_[i * K + j]
+                        c += 1
 
     # -- w(alpha) ------------------------------------------------------------------------------
 
@@ -559,14 +642,8 @@ cdef class CrammerSingerCD:
     def alpha(self):
         """The alphas in the listed order (example by example, classes j != y_i ascending)."""
         out = np.empty(self.n * (self.K - 1), dtype=np.float64)
-        cdef double[::1] o = out
-        cdef int64_t i, j, c = 0, K = self.K
-        with nogil:
-            for i in range(self.n):
-                for j in range(K):
-                    if j != self.ex[i].y:
-                        o[c] = self.alpha_[i * K + j]
-                        c += 1
+        if out.shape[0]:
+            self._alpha_into(out)
         return out
 
     @property

@@ -43,6 +43,20 @@ cdef extern from *:
     #if defined(__APPLE__)
     #include <xlocale.h>
     #endif
+    #include <stdint.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* numpy's hint for a large array (alloc.c): the page-aligned part of the block in huge pages */
+    static void svmtrain_advise_huge(void *p, size_t nbytes) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        uintptr_t offset = 4096u - (uintptr_t)p % 4096u;
+        if (nbytes > offset)
+            madvise((char *)p + offset, nbytes - offset, MADV_HUGEPAGE);
+    #else
+        (void)p; (void)nbytes;
+    #endif
+    }
     #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
     static locale_t svmtrain_c_locale = (locale_t)0;
     static void svmtrain_strtod_init(void) {
@@ -58,6 +72,7 @@ cdef extern from *:
     #endif
     """
     void svmtrain_strtod_init() nogil
+    void svmtrain_advise_huge(void* p, size_t nbytes) nogil
     double svmtrain_strtod(const char* s, char** end) nogil
 
 svmtrain_strtod_init()   # once, at import: the C locale object is shared by all threads
@@ -1283,11 +1298,16 @@ def float_rows(values):
 
 
 def zeros(Py_ssize_t n):
-    """n doubles, all 0.0, as a writable buffer (a model's weights on the lean path, where the
-    array module would import collections: 4 ms)."""
+    """n doubles, all 0.0, as a writable buffer (a model's weights on the lean paths, where the
+    array module would import collections: 4 ms). Allocated as numpy allocates an array: from
+    4 MB on, its pages are advised to be huge pages (madvise, before any is touched), which the
+    kernels' scattered reads and writes of w need: a lean Crammer-Singer solve on sector took
+    10% longer on w in small pages than the full path's on numpy's."""
     cdef void* p = calloc(max(n, 1), sizeof(double))
     if p == NULL:
         raise MemoryError()
+    if n * 8 >= (1 << 22):
+        svmtrain_advise_huge(p, n * 8)
     return _owned(p, max(n, 0))
 
 

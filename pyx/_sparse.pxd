@@ -6,7 +6,25 @@
 # A row may carry LIBLINEAR's implicit bias feature: a constant `bias` stored in column `bias_col`
 # of w (bias_col < 0: no bias feature). It is never materialised in the CSR arrays.
 
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+
+
+cdef inline void* buffer_address(object a) except? NULL:
+    """The first byte of a C-contiguous buffer that `a` keeps alive (an array a kernel holds)."""
+    cdef Py_buffer view
+    cdef void* p
+    PyObject_GetBuffer(a, &view, PyBUF_SIMPLE)
+    p = view.buf
+    PyBuffer_Release(&view)
+    return p
+
+
+cdef inline object zeros_as_numpy(Py_ssize_t n):
+    """n doubles, 0.0, without numpy but allocated as numpy allocates an array (huge pages from
+    4 MB: svmtrain._reader.zeros): the lean paths' w and int32 columns."""
+    from svmtrain._reader import zeros
+    return zeros(n)
 
 # A hint that an address will be read soon. An epoch visits rows in a random order it knows in
 # advance, and a visit is a chain of dependent loads (the constraint's record, then its row):

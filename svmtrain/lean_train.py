@@ -1,24 +1,27 @@
-"""`svmtrain train` of a binary model without numpy or click: what a parameter search pays.
+"""`svmtrain train` of a binary or multiclass model without numpy or click: what a parameter
+search pays.
 
 A process that imports numpy cannot start in less time than that import takes (about 0.08 s of
-the 0.14 s LIBLINEAR's `train` needs for a9a). So the console script (svmtrain.__main__) first
+the 0.12 s LIBLINEAR's `train` needs for a9a). So the console script (svmtrain.__main__) first
 offers a train command line to `run` here. It takes it when the command is of the plain form
 
-    svmtrain train [-t binary] [-m auto|n-slack] [-c C] [-e EPSILON] [-B BIAS] [--seed N]
-                   [--max-epochs N] [--shrinking|--no-shrinking] [--zero-based] [-q|--quiet]
-                   TRAIN_FILE MODEL_FILE
+    svmtrain train [-t binary|multiclass] [-m auto|n-slack] [-c C] [-e EPSILON] [-B BIAS]
+                   [--seed N] [--max-epochs N] [--shrinking|--no-shrinking] [--zero-based]
+                   [-q|--quiet] TRAIN_FILE MODEL_FILE
 
 (an option's value as the next word, or after `=` for the long ones), TRAIN_FILE a regular file,
-plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, with two labels, no `qid:` or
-`cost:` and rows whose squared norms are finite, and `--mode auto` choosing n-slack for it (as
-svmtrain.auto does for such a file). Then the run is the full path's, step for step, on the same
-code where it matters: the reader's C parser (`Parser.take_buffers`), the engine over one
-constraint per row (`DualCD.from_rows`, the layout `DualCD` gives Binary.all_constraints' cache),
-the engine's stopping policy (svmtrain.stopping.run_epochs), and the certificate's sums
-(svmtrain._linear.binary_hinge_sum, the loss Binary.violations and objective.PrimalAccumulator
-add up, and svmtrain.objective's ||w||^2 and dual). The model file, its certificate and the
-summary line are the full path's, byte for byte (tests/test_lean_train.py compares the two on the
-shared data and on every option taken here).
+plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, with two labels (binary) or
+two to MOST_CLASSES (multiclass), no `qid:` or `cost:` and rows whose squared norms are finite,
+and `--mode auto` choosing n-slack for it (as svmtrain.auto does for such a file). Then the run
+is the full path's, step for step, on the same code where it matters: the reader's C parser
+(`Parser.take_buffers`); the engine over one constraint per row (`DualCD.from_rows`, the layout
+DualCD gives Binary.all_constraints' cache) or the Crammer-Singer kernel over every (i, j)
+(`CrammerSingerCD.from_rows`, the one Multiclass.all_constraints' listing builds); the engine's
+stopping policy (svmtrain.stopping.run_epochs); and the certificate's sums
+(svmtrain._linear.binary_hinge_sum and multiclass_hinge_sum, the losses the tasks' violations and
+objective.PrimalAccumulator add up, and svmtrain.objective's ||w||^2 and dual). The model file,
+its certificate and the summary line are the full path's, byte for byte (tests/test_lean_train.py
+compares the two on the shared data and on every option taken here).
 
 Anything else, and anything unexpected on the way (a data line the full path would refuse, a
 model file that cannot be written), is not judged here: `run` returns None, having written
@@ -87,7 +90,8 @@ def _word(*choices):
 
 
 #: option -> (field, converter); a converter returns None for a value the full path must judge
-_VALUES = {"-t": ("task", _word("binary")), "--task": ("task", _word("binary")),
+_VALUES = {"-t": ("task", _word("binary", "multiclass")),
+           "--task": ("task", _word("binary", "multiclass")),
            "-m": ("mode", _word("auto", "n-slack")), "--mode": ("mode", _word("auto", "n-slack")),
            "-c": ("C", _positive), "-e": ("epsilon", _epsilon), "--epsilon": ("epsilon", _epsilon),
            "-B": ("bias", _bias), "--bias": ("bias", _bias),
@@ -183,31 +187,53 @@ def _read(path, zero_based):
     return (*map(memoryview, arrays), n_features)
 
 
+#: svmtrain.tasks.multiclass.LIST_ALL_UP_TO: past this many constraints n (K - 1) the full path
+#: grows them by cutting planes (tests/test_lean_train.py checks that the two agree)
+LIST_ALL_UP_TO = 12_000_000
+#: the most classes taken here
+MOST_CLASSES = 256
+
+
 def _train(path, model_path, o):
     from svmtrain import _linear, interrupt, objective
-    from svmtrain._engine import DualCD
     from svmtrain.stopping import run_epochs
 
     started = time.perf_counter()
     indptr, indices, values, target, qid, cost, _line, n_features = _read(path, o["zero_based"])
     n = len(target)
-    # Binary.from_training_data: two labels, the larger positive; no qids or costs here
-    labels = _linear.distinct_values(target, 3)
-    if len(labels) != 2 or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels):
+    multiclass = o["task"] == "multiclass"
+    # the task's from_training_data: binary, two labels, the larger positive; multiclass, two
+    # or more, sorted. No qids or costs here
+    labels = _linear.distinct_values(target, MOST_CLASSES + 1 if multiclass else 3)
+    if (len(labels) < 2 or len(labels) > (MOST_CLASSES if multiclass else 2)
+            or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels)):
         raise _NotHere                 # (-0.0: np.unique's choice between the zeros)
-    if n and (_linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0)):
+    if _linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0):
         raise _NotHere
+    labels = sorted(labels, reverse=not multiclass)
+    K = len(labels) if multiclass else 1
     n_cols = max(n_features, 1)
-    if n_cols > 2**31 - 2:             # svmtrain.data.MAX_FEATURES: the full path says which row
+    # svmtrain.data.check_features (MAX_FEATURES, and K x (features + bias) int32 offsets): the
+    # full path says which row is at fault
+    if n_cols > (2**31 - 2 if K == 1 else min(2**31 - 2, (2**31 - 1) // K - 1)):
         raise _NotHere
-    positive, negative = max(labels), min(labels)
+    if multiclass and n * (K - 1) > LIST_ALL_UP_TO:
+        raise _NotHere
     bias = o["bias"]
     has_bias = bias != "none"
-    y = _linear.binary_signs(target, positive)
+    b = bias if has_bias else 0.0
     C = o["C"]
-    engine = DualCD.from_rows(indptr, indices, values, y, C, n_cols=n_cols,
-                              bias=bias if has_bias else 0.0, has_bias=has_bias, seed=o["seed"],
-                              shrinking=o["shrinking"])
+    if multiclass:
+        from svmtrain._multiclass import CrammerSingerCD
+        y = _linear.class_indices(target, memoryview(struct.pack(f"{K}d", *labels)).cast("d"))
+        engine = CrammerSingerCD.from_rows(indptr, indices, values, y, C, n_cols=n_cols,
+                                           n_classes=K, bias=b, has_bias=has_bias,
+                                           seed=o["seed"], shrinking=o["shrinking"])
+    else:
+        from svmtrain._engine import DualCD
+        y = _linear.binary_signs(target, labels[0])
+        engine = DualCD.from_rows(indptr, indices, values, y, C, n_cols=n_cols, bias=b,
+                                  has_bias=has_bias, seed=o["seed"], shrinking=o["shrinking"])
     with interrupt.watch():
         done = run_epochs(engine, epsilon=o["epsilon"], max_epochs=o["max_epochs"])
     w, alpha = engine.w_buffer(), engine.alpha_buffer()
@@ -216,23 +242,26 @@ def _train(path, model_path, o):
     # the certificate (nslack.train_nslack): P from the task's pass over the rows, D from the
     # alphas, both with the same ||w||^2
     acc = memoryview(bytearray(16)).cast("d")
-    _linear.binary_hinge_sum(indptr, indices, values, y, w, n_cols, bias if has_bias else 0.0,
-                             has_bias, C, acc)
+    if multiclass:
+        _linear.multiclass_hinge_sum(indptr, indices, values, y, w, n_cols, K, b, has_bias, C, acc)
+    else:
+        _linear.binary_hinge_sum(indptr, indices, values, y, w, n_cols, b, has_bias, C, acc)
     P = objective.primal_value(w, acc, n).primal
-    D = objective.dual(w, memoryview(_ONE * n).cast("d"), alpha)
+    D = objective.dual(w, memoryview(_ONE * len(alpha)).cast("d"), alpha)
     rel = objective.relative_gap(P, D)
-    header = {"task": "binary", "mode": "n-slack", "solver": "dcd", "C": repr(C),
+    header = {"task": o["task"], "mode": "n-slack", "solver": "dcd", "C": repr(C),
               "bias": repr(bias) if has_bias else "none", "features": str(n_cols),
               "index_base": "0" if o["zero_based"] else "1",
-              "labels": f"{_label(positive)} {_label(negative)}", "epsilon": repr(o["epsilon"]),
+              "labels": " ".join(map(_label, labels)), "epsilon": repr(o["epsilon"]),
               "dual": repr(D), "primal": repr(P), "relative_gap": repr(rel), "examples": str(n),
               "seed": str(o["seed"]), "epochs": str(done.epochs)}
-    _write_model(model_path, header, w)
+    if multiclass:
+        header.update(loss="zero-one", rescaling="margin")
+    _write_model(model_path, header, w, K)
     seconds = time.perf_counter() - started
     if done.interrupted:
         rows = (indptr, indices, values, target, qid, cost, _line, n_features)
-        state = _save_state(f"{model_path}.state.npz", path, rows, [positive, negative], o,
-                            alpha, thresholds)
+        state = _save_state(f"{model_path}.state.npz", path, rows, labels, o, alpha, thresholds)
         return _interrupted(model_path, state, rel)
     quiet = o["quiet"]
     if not done.converged and not quiet:
@@ -241,8 +270,8 @@ def _train(path, model_path, o):
         print(f"svmtrain: warning: relative gap {rel:.3g} is above epsilon {o['epsilon']:g} "
               f"after {done.epochs} epochs (--max-epochs){extra}", file=sys.stderr)
     if not quiet:
-        print(f"svmtrain: binary n-slack, {n} examples, {n_cols} features: {done.epochs} epochs, "
-              f"{seconds:.3g} s, primal {P:.10g}, dual {D:.10g}, relative gap {rel:.3g}",
+        print(f"svmtrain: {o['task']} n-slack, {n} examples, {n_cols} features: {done.epochs} "
+              f"epochs, {seconds:.3g} s, primal {P:.10g}, dual {D:.10g}, relative gap {rel:.3g}",
               file=sys.stderr)
     return 0
 
@@ -255,27 +284,44 @@ def _label(x):
     return str(int(x)) if x.is_integer() and abs(x) < 2.0**53 else repr(x)
 
 
-def _write_model(path, header, w):
-    """model.format_model's text of a binary linear model, written atomically."""
+#: weights formatted per piece of text (svmtrain.model.WEIGHTS_PER_CHUNK)
+_WEIGHTS_PER_CHUNK = 65536
+
+
+def _write_model(path, header, w, K):
+    """model.format_model's text of a binary (K = 1) or multiclass linear model, written
+    atomically, a row and WEIGHTS_PER_CHUNK weights at a time. A multiclass w is feature-major
+    (the K weights of a column together); the file holds the K x width class-major matrix, a row
+    per class."""
+    from svmtrain._linear import nonzero_count, nonzero_entries
     from svmtrain._reader import weight_text
     from svmtrain.atomic import atomic_output
+    width = len(w) // K
+    nnz = nonzero_count(w)
+    sparse = 2 * nnz < len(w)
     lines = ["svmtrain_model 1"] + [f"{key} {value}" for key, value in header.items()]
-    nonzero = [j for j, x in enumerate(w) if x != 0.0 or math.copysign(1.0, x) < 0]
+    lines.append(f"weights sparse {nnz}" if sparse else
+                 f"weights dense {width}" if K == 1 else f"weights dense {K}x{width}")
+    step = _WEIGHTS_PER_CHUNK
     with atomic_output(path, "w") as f:
-        if 2 * len(nonzero) < len(w):
-            lines.append(f"weights sparse {len(nonzero)}")
-            f.write("\n".join(lines) + "\n")
-            at = memoryview(bytearray(8 * len(nonzero))).cast("q")
-            kept = memoryview(bytearray(8 * len(nonzero))).cast("d")
-            for k, j in enumerate(nonzero):
-                at[k], kept[k] = j, w[j]
-            if nonzero:
-                f.write(weight_text(kept, at))
-        else:
-            lines.append(f"weights dense {len(w)}")
-            f.write("\n".join(lines) + "\n")
-            f.write(weight_text(w))
+        f.write("\n".join(lines) + "\n")
+        for r in range(K):
+            row = w if K == 1 else _contiguous(w[r::K])
+            if sparse:
+                kept, at = nonzero_entries(row, r * width)
+                for a in range(0, len(kept), step):
+                    f.write(weight_text(kept[a:a + step], at[a:a + step]))
+            else:
+                for a in range(0, width, step):
+                    f.write(weight_text(row[a:a + step]))
         f.write("end\n")
+
+
+def _contiguous(view):
+    """A copy of a strided buffer of doubles, contiguous (weight_text reads it in place)."""
+    out = memoryview(bytearray(8 * len(view))).cast("d")
+    out[:] = view
+    return out
 
 
 def _save_state(state_path, path, rows, labels, o, alpha, thresholds):
@@ -286,14 +332,15 @@ def _save_state(state_path, path, rows, labels, o, alpha, thresholds):
     from svmtrain.state import save_state
     from svmtrain.tasks.base import Geometry
     from svmtrain.tasks.binary import Binary
+    from svmtrain.tasks.multiclass import Multiclass
     indptr, indices, values, target, qid, cost, line, n_features = (
         np.frombuffer(r, np.int64 if memoryview(r).format == "q" else np.float64)
         if not isinstance(r, int) else r for r in rows)
     block = Block(indptr, indices, values, target, qid, cost, line, max(n_features, 1), 0)
-    task = Binary(labels)
+    task = Multiclass(labels, "zero-one") if o["task"] == "multiclass" else Binary(labels)
     bias = o["bias"] if o["bias"] != "none" else None
     problem = task.problem(block, path, o["C"], Geometry(block.n_features, bias))
-    save_state(state_path, task="binary", C=o["C"], examples=block.n_rows, block=block,
+    save_state(state_path, task=task.name, C=o["C"], examples=block.n_rows, block=block,
                constraints=task.all_constraints(problem, block),
                alpha=np.frombuffer(alpha, np.float64), thresholds=thresholds)
     return state_path
