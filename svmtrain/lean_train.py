@@ -7,7 +7,7 @@ offers a train command line to `run` here. It takes it when the command is of th
 
     svmtrain train [-t binary|multiclass] [-m auto|n-slack] [-c C] [-e EPSILON] [-B BIAS]
                    [--seed N] [--max-epochs N] [--shrinking|--no-shrinking] [--zero-based]
-                   [-q|--quiet] TRAIN_FILE MODEL_FILE
+                   [--format svmtrain|liblinear] [-q|--quiet] TRAIN_FILE MODEL_FILE
 
 (an option's value as the next word, or after `=` for the long ones), TRAIN_FILE a regular file,
 plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, with two labels (binary) or
@@ -21,7 +21,8 @@ stopping policy (svmtrain.stopping.run_epochs); and the certificate's sums
 (svmtrain._linear.binary_hinge_sum and multiclass_hinge_sum, the losses the tasks' violations and
 objective.PrimalAccumulator add up, and svmtrain.objective's ||w||^2 and dual). The model file,
 its certificate and the summary line are the full path's, byte for byte (tests/test_lean_train.py
-compares the two on the shared data and on every option taken here).
+compares the two on the shared data and on every option taken here); so is a binary model in
+LIBLINEAR's format (`--format liblinear`, model.format_liblinear's text).
 
 Anything else, and anything unexpected on the way (a data line the full path would refuse, a
 model file that cannot be written), is not judged here: `run` returns None, having written
@@ -96,13 +97,15 @@ _VALUES = {"-t": ("task", _word("binary", "multiclass")),
            "-c": ("C", _positive), "-e": ("epsilon", _epsilon), "--epsilon": ("epsilon", _epsilon),
            "-B": ("bias", _bias), "--bias": ("bias", _bias),
            "--seed": ("seed", _integer(0, 2**63 - 1)),
+           "--format": ("model_format", _word("svmtrain", "liblinear")),
            "--max-epochs": ("max_epochs", _integer(1, sys.maxsize))}
 
 
 def _command(args):
     """(train file, model file, options) of a plain train command line, else None."""
     o = {"task": "binary", "mode": "auto", "C": 1.0, "epsilon": 1e-3, "bias": "none", "seed": 1,
-         "max_epochs": 1000, "shrinking": True, "zero_based": False, "quiet": False}
+         "max_epochs": 1000, "shrinking": True, "zero_based": False, "quiet": False,
+         "model_format": "svmtrain"}
     positional = []
     i = 0
     while i < len(args):
@@ -219,6 +222,10 @@ def _train(path, model_path, o):
         raise _NotHere
     if multiclass and n * (K - 1) > LIST_ALL_UP_TO:
         raise _NotHere
+    liblinear = o["model_format"] == "liblinear"
+    if liblinear and (multiclass or o["zero_based"] or n_cols > 2**31 - 1
+                      or not all(x.is_integer() and abs(x) <= 2**31 - 1 for x in labels)):
+        raise _NotHere                 # (model.format_liblinear says why it cannot)
     bias = o["bias"]
     has_bias = bias != "none"
     b = bias if has_bias else 0.0
@@ -257,7 +264,10 @@ def _train(path, model_path, o):
               "seed": str(o["seed"]), "epochs": str(done.epochs)}
     if multiclass:
         header.update(loss="zero-one", rescaling="margin")
-    _write_model(model_path, header, w, K)
+    if liblinear:
+        _write_liblinear(model_path, labels, n_cols, bias if has_bias else None, w)
+    else:
+        _write_model(model_path, header, w, K)
     seconds = time.perf_counter() - started
     if done.interrupted:
         rows = (indptr, indices, values, target, qid, cost, _line, n_features)
@@ -315,6 +325,17 @@ def _write_model(path, header, w, K):
                 for a in range(0, width, step):
                     f.write(weight_text(row[a:a + step]))
         f.write("end\n")
+
+
+def _write_liblinear(path, labels, n_cols, bias, w):
+    """model.format_liblinear's text of a binary model (LIBLINEAR's save_model), atomically."""
+    from svmtrain.atomic import atomic_output
+    head = ["solver_type L2R_L1LOSS_SVC_DUAL", "nr_class 2",
+            "label " + " ".join(str(int(x)) for x in labels), f"nr_feature {n_cols}",
+            f"bias {format(-1.0 if bias is None else bias, '.17g')}", "w"]
+    rows = [format(x, ".17g") + " " for x in w]
+    with atomic_output(path, "w") as f:
+        f.write("\n".join(head + rows) + "\n")
 
 
 def _contiguous(view):

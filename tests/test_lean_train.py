@@ -92,13 +92,18 @@ def files(tmp_path_factory):
 OPTIONS = [[], ["-c", "0.25"], ["-c", "4", "-e", "0.01"], ["-B", "1"], ["--bias=0.5", "-c", "2"],
            ["-B", "-1"], ["--seed", "7"], ["--seed=0", "--no-shrinking"], ["--shrinking"],
            ["-t", "binary", "-m", "n-slack"], ["--mode", "auto", "--task=binary"],
-           ["--max-epochs", "3"], ["--epsilon", "0.1", "-q"], ["-c", "1e3", "--max-epochs=5"]]
+           ["--max-epochs", "3"], ["--epsilon", "0.1", "-q"], ["-c", "1e3", "--max-epochs=5"],
+           ["--format", "liblinear"], ["--format=liblinear", "-B", "1", "-c", "0.5"],
+           ["--format", "svmtrain"]]
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=" ".join)
 def test_the_lean_path_trains_what_the_full_path_trains(tmp_path, files, options):
     imported, status, err, model = both([*options, files["a9a"], "model"], tmp_path)
-    assert not imported and status == 0 and model.startswith(b"svmtrain_model 1\ntask binary\n")
+    liblinear = any(o.endswith("liblinear") for o in options)
+    assert not imported and status == 0
+    assert model.startswith(b"solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 2\n" if liblinear
+                            else b"svmtrain_model 1\ntask binary\n")
     if "-q" not in options:
         assert "svmtrain: binary n-slack, " in err
 
@@ -111,6 +116,10 @@ def test_every_kind_of_file_it_takes(tmp_path, files, kind):
     assert not imported and status == 0 and model
     if kind == "labels 7 2.5":
         assert b"\nlabels 7 2.5\n" in model
+        # LIBLINEAR's format stores integer labels: the full path says so
+        imported, status, err, model = both(["--format", "liblinear", files[kind], "model"],
+                                            tmp_path)
+        assert imported and status == 2 and model is None
 
 
 @pytest.mark.parametrize("name", ["a9a/a9a.xz", "ijcnn1/ijcnn1.xz", "reuters_lasvm/reuters.trn.xz",
@@ -185,7 +194,8 @@ DECLINED = {
     "1-slack": (HEART, ["-m", "1-slack"]),
     "online-dual": (HEART, ["-m", "online-dual"]),
     "trace": (HEART, ["--trace", "trace"]),
-    "liblinear format": (HEART, ["--format", "liblinear"]),
+    "liblinear format, multiclass": (PENDIGITS, ["-t", "multiclass", "--format", "liblinear"]),
+    "liblinear format, zero-based": (HEART, ["--zero-based", "--format", "liblinear"]),
     "class weights": (HEART, ["-w", "1", "2"]),
     "attached value": (HEART, ["-c2"]),
     "C zero": (HEART, ["-c", "0"]),
@@ -201,7 +211,7 @@ DECLINED = {
 
 
 # what click or the reader refuses (the same message from the full path, run after the lean one)
-REFUSED = {"C zero", "C nan", "epsilon one", "seed negative", "max epochs zero", "unknown option",
+REFUSED = {"liblinear format, multiclass", "liblinear format, zero-based", "C zero", "C nan", "epsilon one", "seed negative", "max epochs zero", "unknown option",
            "missing value", "no such file", "a directory"}
 
 
