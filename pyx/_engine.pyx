@@ -98,8 +98,9 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcmp
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport (buffer_address, offset_t, value_t, prefetch, row_t, shuffle, row_axpy,
-                      row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm, zeros_as_numpy)
+from _sparse cimport (buffer_address, int32_columns, offset_t, value_t, prefetch, row_t, shuffle,
+                      row_axpy, row_axpy_s, row_dot, row_dot_s, row_row_dot, row_sqnorm,
+                      zeros_as_numpy)
 
 from svmtrain import _numpy as np    # (numpy on first use: svmtrain/_numpy.py)
 
@@ -921,11 +922,12 @@ cdef class DualCD:
         its epochs take the same steps: tests/test_lean_train.py compares the models bit for bit.
         At most 16 distinct scales, and rows whose squared norms are finite: ValueError otherwise
         (the caller takes __init__, whose caller checks the rows)."""
-        cdef const int64_t[::1] ptr_v = indptr, ind_v = indices
+        cdef const int64_t[::1] ptr_v = indptr
         cdef const double[::1] data_v = data, scale_v = scale
-        cdef int64_t n = ptr_v.shape[0] - 1, nnz = ind_v.shape[0], k, p, j, m = 0
+        cdef int64_t n = ptr_v.shape[0] - 1, nnz = len(indices), k, j, m = 0
         cdef DualCD self = DualCD.__new__(DualCD)
-        cdef double s, c
+        cdef int32_t* i32
+        cdef double s
         if (n < 0 or ptr_v[0] != 0 or ptr_v[n] != nnz or data_v.shape[0] != nnz
                 or scale_v.shape[0] != n):
             raise ValueError("from_rows: inconsistent arrays")
@@ -933,16 +935,10 @@ cdef class DualCD:
             raise ValueError("group bounds C_g must be finite and >= 0")
         if n_cols < 0 or n_cols > INT32_MAX or n > INT32_MAX:
             raise ValueError("the engine takes at most 2**31 - 1 columns and constraints")
-        indices32 = zeros_as_numpy((max(nnz, 1) + 1) // 2)    # (nnz int32s)
-        cdef int32_t* i32 = <int32_t*> buffer_address(indices32)
         for k in range(n):
             if ptr_v[k + 1] < ptr_v[k] or ptr_v[k + 1] - ptr_v[k] > INT32_MAX:
                 raise ValueError("from_rows: indptr is not a valid CSR row pointer")
-        for p in range(nnz):
-            j = ind_v[p]
-            if j < 0 or j >= n_cols:
-                raise ValueError("a column index is outside [0, n_cols)")
-            i32[p] = <int32_t>j
+        indices32 = int32_columns(indices, n_cols, &i32)
         self._keep = (indices32, data)
         self.indices = i32
         self.data = &data_v[0] if nnz else NULL
@@ -967,18 +963,19 @@ cdef class DualCD:
         self.singles = True
         self._allocate(n, n, 16, 1)
         for k in range(n):
-            # the kind table (_kind_table's linear scan: triples compared bit for bit)
-            s, c = scale_v[k], C
+            # the kind table (_kind_table's linear scan, bit for bit): margin 1 and C are every
+            # row's, so a kind is a scale
+            s = scale_v[k]
             for j in range(m + 1):
                 if j == m:
                     if m == 16:
-                        raise ValueError("from_rows: more than 16 distinct (scale, C)")
+                        raise ValueError("from_rows: more than 16 distinct scales")
                     self.kinds[m].scale = s
                     self.kinds[m].margin = 1.0
-                    self.kinds[m].C = c
+                    self.kinds[m].C = C
                     m += 1
                     break
-                if _same_bits(self.kinds[j].scale, s) and _same_bits(self.kinds[j].C, c):
+                if _same_bits(self.kinds[j].scale, s):
                     break
             self.nk[k].kind = <int32_t>j
             self.ids[k] = <int32_t>k
@@ -991,7 +988,7 @@ cdef class DualCD:
             self.grp[k].start = k
             self.grp[k].size = 1
             self.grp[k].active = 1
-            self.grp[k].C = c
+            self.grp[k].C = C
             self.grp[k].n_off = 0
             self.grp[k].cs_y = -1
         self.est_loss = 0.0
@@ -2163,10 +2160,13 @@ cdef class DualCD:
         rows."""
         return self._in_caller_order(self.q)
 
-    cdef object _in_caller_order(self, const double* by_position):
+    cdef object _in_caller_order(self, const double* by_position, bint as_numpy=True):
         """A per-constraint array kept by position (constraints move within their group when
-        they shrink), in the caller's order (a copy)."""
-        out = np.empty(self.n_cons, dtype=np.float64)
+        they shrink), in the caller's order (a copy): a numpy array, or a buffer of doubles."""
+        out = (np.empty(self.n_cons, dtype=np.float64) if as_numpy
+               else memoryview(bytearray(8 * self.n_cons)).cast("d"))
+        if self.n_cons == 0:
+            return out
         cdef double[::1] o = out
         cdef int64_t k
         for k in range(self.n_cons):
@@ -2175,16 +2175,11 @@ cdef class DualCD:
 
     def alpha_buffer(self):
         """The dual variables in the caller's order, as a buffer of doubles (a copy; no numpy)."""
-        out = memoryview(bytearray(8 * max(self.n_cons, 1))).cast("d")
-        cdef double[::1] o = out
-        cdef int64_t k
-        for k in range(self.n_cons):
-            o[self.ids[k]] = self.alpha_[k]
-        return out[:self.n_cons]
+        return self._in_caller_order(self.alpha_, False)
 
     def w_buffer(self):
         """final_w() as a buffer of doubles (no numpy), for a caller done with this engine."""
-        return memoryview(self.w_).cast("B").cast("d")[:self.n_w]
+        return memoryview(self.w_)[:self.n_w]
 
     @property
     def all_active(self):

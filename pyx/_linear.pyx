@@ -8,7 +8,7 @@ Columns at or beyond `n_cols` are ignored, as LIBLINEAR ignores features a model
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 from _sparse cimport column_t, offset_t, row_t, scale_t, value_t
 
@@ -204,46 +204,54 @@ def class_indices(const double[::1] target, const double[::1] labels):
 
 
 def distinct_values(const double[::1] values, Py_ssize_t most):
-    """The first `most` distinct values (compared with ==) in order of appearance: a binary
-    file's two labels, and whether there is a third (`train`'s lean path)."""
+    """The first `most` distinct values in order of appearance, compared bit for bit (so -0.0 is
+    not 0.0): a binary file's two labels and whether there is a third, a multiclass file's
+    classes up to a limit (`train`'s lean path)."""
     cdef list out = []
-    cdef double seen[257]
     cdef Py_ssize_t i, k, m = 0
-    if most > 257:
-        raise ValueError("distinct_values: at most 257")
-    for i in range(values.shape[0]):
-        for k in range(m):
-            if seen[k] == values[i]:
-                break
-        else:
-            seen[m] = values[i]
-            m += 1
-            out.append(values[i])
+    cdef double* seen = <double*> malloc(max(most, 1) * sizeof(double))
+    if seen == NULL:
+        raise MemoryError()
+    try:
+        for i in range(values.shape[0]):
             if m == most:
                 break
+            for k in range(m):
+                if memcmp(&seen[k], &values[i], sizeof(double)) == 0:
+                    break
+            else:
+                seen[m] = values[i]
+                m += 1
+                out.append(values[i])
+    finally:
+        free(seen)
     return out
 
 
+ctypedef fused number:
+    int64_t
+    double
+
+
+cdef tuple _lo_hi(const number[::1] values):
+    cdef Py_ssize_t i
+    cdef number lo = values[0], hi = values[0]
+    for i in range(values.shape[0]):
+        lo = min(lo, values[i])
+        hi = max(hi, values[i])
+    return lo, hi
+
+
 def extremes(values):
-    """(min, max) of a non-empty buffer of int64s ('q') or doubles ('d')."""
+    """(min, max) of a non-empty buffer of int64s ('q') or doubles ('d'). (The format is read
+    here: a fused def's dispatcher imports numpy.)"""
     cdef const int64_t[::1] q
     cdef const double[::1] d
-    cdef Py_ssize_t i
-    cdef int64_t qlo, qhi
-    cdef double dlo, dhi
     if memoryview(values).format == "q":
         q = values
-        qlo = qhi = q[0]
-        for i in range(q.shape[0]):
-            qlo = min(qlo, q[i])
-            qhi = max(qhi, q[i])
-        return qlo, qhi
+        return _lo_hi(q)
     d = values
-    dlo = dhi = d[0]
-    for i in range(d.shape[0]):
-        dlo = min(dlo, d[i])
-        dhi = max(dhi, d[i])
-    return dlo, dhi
+    return _lo_hi(d)
 
 
 def binary_signs(const double[::1] target, double positive):

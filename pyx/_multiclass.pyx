@@ -25,7 +25,7 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from _cs_threshold cimport cs_threshold
-from _sparse cimport buffer_address, prefetch, row_sqnorm, shuffle, zeros_as_numpy
+from _sparse cimport buffer_address, int32_columns, prefetch, row_sqnorm, shuffle, zeros_as_numpy
 
 from svmtrain import _numpy as np    # (numpy on first use: svmtrain/_numpy.py)
 
@@ -148,16 +148,8 @@ cdef class CrammerSingerCD:
         self._keep = (indices32, data)
         self.indices = <const int32_t*> buffer_address(indices32)
         self.data = <const double*> buffer_address(data)
-        unit = bool(np.all(margin == 1.0))
-        self.n, self.K, self.n_cols = n, K, n_cols
-        self.bias = bias
-        self.bias_col = K * n_cols if has_bias else -1
-        self.n_w = K * (n_cols + (1 if has_bias else 0))
-        self.shrinking = shrinking
-        self.rng = seed
-        self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
-        self.w = &self.w_[0]
-        self._allocate(unit)
+        self._lay_out(n, K, n_cols, bias, has_bias, seed, shrinking,
+                      bool(np.all(margin == 1.0)))
         cdef const double[::1] mg = margin
         cdef const double[::1] al = alpha if alpha is not None else np.zeros(1)
         cdef const int64_t[::1] ip = indptr
@@ -193,10 +185,19 @@ cdef class CrammerSingerCD:
         self.unshrink()
         self.recompute_w()
 
-    cdef int _allocate(self, bint unit) except -1:
-        """The state's arrays for n examples of K classes (alpha all 0; margins only when not all
-        1)."""
-        cdef int64_t n = self.n, K = self.K
+    cdef int _lay_out(self, int64_t n, int64_t K, int64_t n_cols, double bias, bint has_bias,
+                      uint64_t seed, bint shrinking, bint unit) except -1:
+        """The shape of the state (n examples, K classes, the bias column, w of K x width
+        weights, feature-major, allocated as numpy allocates) and its arrays (alpha all 0;
+        margins only when not all 1)."""
+        self.n, self.K, self.n_cols = n, K, n_cols
+        self.bias = bias
+        self.bias_col = K * n_cols if has_bias else -1
+        self.n_w = K * (n_cols + (1 if has_bias else 0))
+        self.shrinking = shrinking
+        self.rng = seed
+        self.w_ = zeros_as_numpy(max(self.n_w, 1))
+        self.w = &self.w_[0]
         self.ex = <Example*> malloc(max(n, 1) * sizeof(Example))
         if not unit:
             self.margin = <double*> calloc(max(n * K, 1), sizeof(double))
@@ -222,10 +223,11 @@ cdef class CrammerSingerCD:
         `train`'s lean path (svmtrain.lean_train). The state is the one __init__ lays out from
         the multiclass task's listing of those rows (unit margins, no hot start), field for
         field, so its epochs take the same steps (tests/test_lean_train.py compares the models)."""
-        cdef const int64_t[::1] ip = indptr, ind_v = indices, yv = y
+        cdef const int64_t[::1] ip = indptr, yv = y
         cdef const double[::1] data_v = data
-        cdef int64_t n = yv.shape[0], K = n_classes, nnz = ind_v.shape[0], i, j, p, r
+        cdef int64_t n = yv.shape[0], K = n_classes, nnz = len(indices), i, j, r
         cdef CrammerSingerCD self = CrammerSingerCD.__new__(CrammerSingerCD)
+        cdef int32_t* i32
         if K < 2:
             raise ValueError("Crammer-Singer needs at least two classes")
         if ip.shape[0] != n + 1 or ip[0] != 0 or ip[n] != nnz or data_v.shape[0] != nnz:
@@ -234,29 +236,16 @@ cdef class CrammerSingerCD:
             raise ValueError("C_i must be finite and >= 0, one per example")
         if n_cols < 0 or K * (n_cols + 1) > INT32_MAX:
             raise ValueError("the kernel takes at most 2**31 - 1 weights")
-        indices32 = zeros_as_numpy((max(nnz, 1) + 1) // 2)    # (nnz int32s)
-        cdef int32_t* i32 = <int32_t*> buffer_address(indices32)
         for i in range(n):
             if ip[i + 1] < ip[i] or ip[i + 1] - ip[i] > INT32_MAX:
                 raise ValueError("indptr is not a CSR row pointer")
             if yv[i] < 0 or yv[i] >= K:
                 raise ValueError("a class index is outside [0, K)")
-        for p in range(nnz):
-            if ind_v[p] < 0 or ind_v[p] >= n_cols:
-                raise ValueError("a column index is outside [0, n_cols)")
-            i32[p] = <int32_t>ind_v[p]
+        indices32 = int32_columns(indices, n_cols, &i32)
         self._keep = (indices32, data)
         self.indices = i32
         self.data = &data_v[0] if nnz else NULL
-        self.n, self.K, self.n_cols = n, K, n_cols
-        self.bias = bias
-        self.bias_col = K * n_cols if has_bias else -1
-        self.n_w = K * (n_cols + (1 if has_bias else 0))
-        self.shrinking = shrinking
-        self.rng = seed
-        self.w_ = zeros_as_numpy(max(self.n_w, 1))     # (numpy's huge-page advice, as an array's)
-        self.w = &self.w_[0]
-        self._allocate(True)
+        self._lay_out(n, K, n_cols, bias, has_bias, seed, shrinking, True)
         for i in range(n):
             self.ex[i].y = <int32_t>yv[i]
             self.ex[i].C = C
@@ -286,7 +275,7 @@ cdef class CrammerSingerCD:
 
     def w_buffer(self):
         """final_w() as a buffer of doubles (no numpy)."""
-        return memoryview(self.w_).cast("B").cast("d")[:self.n_w]
+        return memoryview(self.w_)[:self.n_w]
 
     cdef void _alpha_into(self, double[::1] o) noexcept:
         cdef int64_t i, j, c = 0, K = self.K

@@ -381,8 +381,8 @@ cdef inline int parse_uint(const char* s, const char* e, const char** endp, int6
 
 
 cdef class _Owned:
-    """n 8-byte items at a malloc'd pointer, exported as a writable buffer of doubles (or int64s:
-    `kind`) and freed with the last object that views it (the numpy arrays of `take`, the buffers
+    """n 8-byte items at a malloc'd pointer, exported as a writable buffer of doubles (of int64s
+    when `int64`) and freed with the last object that views it (the numpy arrays of `take`, the buffers
     of `take_buffers`, the weights of `zeros`)."""
     cdef void* ptr
     cdef Py_ssize_t n
@@ -438,14 +438,10 @@ cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
     """A 1-d numpy array of `dtype` (8-byte items) owning the malloc'd `ptr` (n items): ptr is
     freed with the array."""
     import numpy as np
-    cdef void* q
     if ptr == NULL or n == 0:
         free(ptr)
         return np.empty(0, dtype=dtype)
-    q = realloc(ptr, n * 8)     # give back the spare capacity
-    if q != NULL:
-        ptr = q
-    return np.frombuffer(_owned(ptr, n), dtype=dtype)
+    return np.frombuffer(_shrunk(ptr, n, False), dtype=dtype)
 
 
 cdef int _acquire(object obj, Py_buffer* view, char kind, int ndim, bint writable,

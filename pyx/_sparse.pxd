@@ -26,6 +26,22 @@ cdef inline object zeros_as_numpy(Py_ssize_t n):
     from svmtrain._reader import zeros
     return zeros(n)
 
+
+cdef inline object int32_columns(const int64_t[::1] indices, int64_t n_cols, int32_t** out):
+    """The column indices as int32 in a buffer of its own (zeros_as_numpy's), which it returns
+    (to keep alive) with its first int32 in out; ValueError when one lies outside [0, n_cols)."""
+    cdef Py_ssize_t p
+    owner = zeros_as_numpy((max(indices.shape[0], 1) + 1) // 2)
+    cdef int32_t* i32 = <int32_t*> buffer_address(owner)
+    for p in range(indices.shape[0]):
+        if indices[p] < 0 or indices[p] >= n_cols:
+            raise ValueError("a column index is outside [0, n_cols)")
+        i32[p] = <int32_t>indices[p]
+    out[0] = i32
+    return owner
+
+
+
 # A hint that an address will be read soon. An epoch visits rows in a random order it knows in
 # advance, and a visit is a chain of dependent loads (the constraint's record, then its row):
 # fetching a few visits ahead overlaps those misses. On x86 it is the instruction itself, in a

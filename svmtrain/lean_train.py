@@ -39,7 +39,7 @@ import struct
 import sys
 import time
 
-from svmtrain.lean_predict import _NotHere
+from svmtrain.lean_predict import _NotHere, label_text
 
 #: the most text (after decompression) trained here: a file this size trains in about a second,
 #: where start-up no longer dominates. Below svmtrain.auto.LARGE_BYTES: auto's choice is n-slack
@@ -147,9 +147,10 @@ def run(args):
         return None
     path, model_path, o = parsed
     try:
-        if os.path.isdir(model_path) or _size_for_auto(path) is None:
+        kind = None if os.path.isdir(model_path) else _kind_for_auto(path)
+        if kind is None:
             return None
-        return _train(path, model_path, o)
+        return _train(path, kind, model_path, o)
     except KeyboardInterrupt:
         print("svmtrain: interrupted; no model was written", file=sys.stderr)
         return 130
@@ -159,9 +160,10 @@ def run(args):
         return None
 
 
-def _size_for_auto(path):
-    """The text's size (estimated for a compressed file, as svmtrain.auto estimates it) when
-    `--mode auto` chooses n-slack for it and it is at most LEAN_BYTES, else None."""
+def _kind_for_auto(path):
+    """The file's kind (lean_predict._input_kind: plain, gzip, bz2, xz) when `--mode auto`
+    chooses n-slack for its text (its size estimated for a compressed file, as svmtrain.auto
+    estimates it) and the text is at most LEAN_BYTES, else None."""
     from svmtrain import auto
     from svmtrain.lean_predict import _input_kind
     kind = _input_kind(path, LEAN_BYTES)
@@ -173,14 +175,14 @@ def _size_for_auto(path):
         return None                    # online-dual
     if size > auto.LARGE_BYTES:
         return None                    # 1-slack
-    return size
+    return kind
 
 
-def _read(path, zero_based):
-    """The rows of the file as the reader's buffers (Parser.take_buffers)."""
+def _read(path, kind, zero_based):
+    """The rows of the file (of `kind`, _kind_for_auto's) as the reader's buffers
+    (Parser.take_buffers)."""
     from svmtrain import _reader
-    from svmtrain.lean_predict import _decompressor, _input_kind, parsed
-    kind = _input_kind(path, LEAN_BYTES)
+    from svmtrain.lean_predict import _decompressor, parsed
     parser = _reader.Parser(zero_based, 1)
     with open(path, "rb") as raw:
         f = raw if kind == "plain" else _decompressor(kind, raw)
@@ -197,12 +199,12 @@ LIST_ALL_UP_TO = 12_000_000
 MOST_CLASSES = 256
 
 
-def _train(path, model_path, o):
+def _train(path, kind, model_path, o):
     from svmtrain import _linear, interrupt, objective
     from svmtrain.stopping import run_epochs
 
     started = time.perf_counter()
-    indptr, indices, values, target, qid, cost, _line, n_features = _read(path, o["zero_based"])
+    indptr, indices, values, target, qid, cost, _line, n_features = _read(path, kind, o["zero_based"])
     n = len(target)
     multiclass = o["task"] == "multiclass"
     # the task's from_training_data: binary, two labels, the larger positive; multiclass, two
@@ -210,7 +212,7 @@ def _train(path, model_path, o):
     labels = _linear.distinct_values(target, MOST_CLASSES + 1 if multiclass else 3)
     if (len(labels) < 2 or len(labels) > (MOST_CLASSES if multiclass else 2)
             or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels)):
-        raise _NotHere                 # (-0.0: np.unique's choice between the zeros)
+        raise _NotHere                 # (-0.0, told apart from 0.0: np.unique's choice)
     if _linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0):
         raise _NotHere
     labels = sorted(labels, reverse=not multiclass)
@@ -259,7 +261,7 @@ def _train(path, model_path, o):
     header = {"task": o["task"], "mode": "n-slack", "solver": "dcd", "C": repr(C),
               "bias": repr(bias) if has_bias else "none", "features": str(n_cols),
               "index_base": "0" if o["zero_based"] else "1",
-              "labels": " ".join(map(_label, labels)), "epsilon": repr(o["epsilon"]),
+              "labels": " ".join(map(label_text, labels)), "epsilon": repr(o["epsilon"]),
               "dual": repr(D), "primal": repr(P), "relative_gap": repr(rel), "examples": str(n),
               "seed": str(o["seed"]), "epochs": str(done.epochs)}
     if multiclass:
@@ -287,11 +289,6 @@ def _train(path, model_path, o):
 
 
 _ONE = struct.pack("d", 1.0)
-
-
-def _label(x):
-    """model._fmt_label: integral labels as integers, others with repr."""
-    return str(int(x)) if x.is_integer() and abs(x) < 2.0**53 else repr(x)
 
 
 #: weights formatted per piece of text (svmtrain.model.WEIGHTS_PER_CHUNK)

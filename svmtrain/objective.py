@@ -13,7 +13,7 @@ which imports no numpy, hence numpy's import here only where arrays are made) in
 
 import math
 
-from svmtrain._linear import dot
+from svmtrain._linear import dot, hinge_sum
 
 
 class PrimalValue:
@@ -47,7 +47,6 @@ class PrimalAccumulator:
 
     def add(self, block):
         import numpy as np
-        from svmtrain._linear import hinge_sum
         v = self.task.violations(self.w, block, self.path, self.geometry)   # validates the rows first
         v = self.task.costs(block, self.C) * v
         hinge_sum(np.ascontiguousarray(v, dtype=np.float64), self.acc)
@@ -57,7 +56,6 @@ class PrimalAccumulator:
         """Losses C_i max(0, H_i) computed elsewhere (a partition of the file, in file order): the
         same sum as `add` over those examples (add skips the non-positive ones)."""
         import numpy as np
-        from svmtrain._linear import hinge_sum
         hinge_sum(np.ascontiguousarray(losses, dtype=np.float64), self.acc)
         self.examples += int(examples)
 

@@ -232,6 +232,7 @@ def test_what_it_declines_the_full_path_does(tmp_path, case):
     ("1 1:1\n1 2:1\n", "one label"),
     ("", "no rows"),
     ("1 1:1\n-0 2:1\n0 3:1\n", "a negative zero label"),
+    ("1 1:1\n0 2:1\n-0 3:1\n", "a negative zero label after a zero"),
     ("1 qid:3 1:1\n-1 qid:3 2:1\n", "qids"),
     ("1 cost:2 1:1\n-1 2:1\n", "a cost"),
 ])
