@@ -79,20 +79,17 @@ def dot(const double[::1] a, const double[::1] b):
     return s
 
 
-def binary_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
-                     const double[::1] data, const double[::1] y, const double[::1] w,
-                     int64_t n_cols, double bias, bint has_bias, double C, double[::1] acc):
-    """hinge_sum of C (1 - y_i w.x_i) over the rows of a CSR block (y_i = +1 / -1): the loss of
-    the binary task's certificate as objective.PrimalAccumulator sums it (Binary.violations:
-    1 - y * csr_scores, times the costs, then hinge_sum), the same operations in the same order,
-    for `train`'s lean path, which has no numpy arrays to do it with."""
+cdef int _binary_hinge(const int64_t[::1] indptr, const column_t[::1] indices,
+                       const double[::1] data, const double[::1] y, const double[::1] w,
+                       int64_t n_cols, double bias, bint has_bias, double C,
+                       double[::1] acc) except -1:
     cdef int64_t n = indptr.shape[0] - 1, i
     cdef double total = acc[0], comp = acc[1]
     if n < 0 or y.shape[0] != n or indptr[n] > indices.shape[0] or indices.shape[0] != data.shape[0]:
         raise ValueError("inconsistent CSR arrays")
     if w.shape[0] < n_cols + (1 if has_bias else 0):
         raise ValueError("w is shorter than the model's columns")
-    cdef const int64_t* ind = &indices[0] if indices.shape[0] else NULL
+    cdef const column_t* ind = &indices[0] if indices.shape[0] else NULL
     cdef const double* val = &data[0] if data.shape[0] else NULL
     cdef const double* wp = &w[0] if w.shape[0] else NULL
     with nogil:
@@ -101,17 +98,30 @@ def binary_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
                                                    has_bias)), &total, &comp)
     acc[0] = total
     acc[1] = comp
+    return 0
 
 
-def multiclass_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
-                         const double[::1] data, const int64_t[::1] y, const double[::1] w,
-                         int64_t n_cols, int64_t K, double bias, bint has_bias, double C,
-                         double[::1] acc):
-    """hinge_sum of C max_j (Delta(y_i, j) - (S_iy - S_ij)) over the rows of a CSR block, the
-    0/1 loss (Delta 1 off the diagonal; j = y_i counts 0), w feature-major (the K weights of
-    column j at w[j K:]): the multiclass task's certificate as objective.PrimalAccumulator sums
-    it (Multiclass.violations: _oracles.block_scores, feature-major, then multiclass_worst, times
-    the costs, then hinge_sum), the same operations in the same order, for `train`'s lean path."""
+def binary_hinge_sum(indptr, indices, data, y, w, int64_t n_cols, double bias, bint has_bias,
+                     double C, acc):
+    """hinge_sum of C (1 - y_i w.x_i) over the rows of a CSR block (y_i = +1 / -1): the loss of
+    the binary task's certificate as objective.PrimalAccumulator sums it (Binary.violations:
+    1 - y * csr_scores, times the costs, then hinge_sum), the same operations in the same order,
+    for `train`'s lean path, which has no numpy arrays to do it with. Buffers: indptr int64,
+    indices int32 or int64, data, y, w and acc = [sum, compensation] float64."""
+    cdef const int32_t[::1] narrow
+    cdef const int64_t[::1] wide
+    if memoryview(indices).format == "i":
+        narrow = indices
+        _binary_hinge[int32_t](indptr, narrow, data, y, w, n_cols, bias, has_bias, C, acc)
+    else:
+        wide = indices
+        _binary_hinge[int64_t](indptr, wide, data, y, w, n_cols, bias, has_bias, C, acc)
+
+
+cdef int _multiclass_hinge(const int64_t[::1] indptr, const column_t[::1] indices,
+                           const double[::1] data, const int64_t[::1] y, const double[::1] w,
+                           int64_t n_cols, int64_t K, double bias, bint has_bias, double C,
+                           double[::1] acc) except -1:
     cdef int64_t n = indptr.shape[0] - 1, i, p, j, k
     cdef double total = acc[0], comp = acc[1], v, best, sy
     cdef double* S
@@ -148,6 +158,25 @@ def multiclass_hinge_sum(const int64_t[::1] indptr, const int64_t[::1] indices,
     free(S)
     acc[0] = total
     acc[1] = comp
+    return 0
+
+
+def multiclass_hinge_sum(indptr, indices, data, y, w, int64_t n_cols, int64_t K, double bias,
+                         bint has_bias, double C, acc):
+    """hinge_sum of C max_j (Delta(y_i, j) - (S_iy - S_ij)) over the rows of a CSR block, the
+    0/1 loss (Delta 1 off the diagonal; j = y_i counts 0), w feature-major (the K weights of
+    column j at w[j K:]): the multiclass task's certificate as objective.PrimalAccumulator sums
+    it (Multiclass.violations: _oracles.block_scores, feature-major, then multiclass_worst, times
+    the costs, then hinge_sum), the same operations in the same order, for `train`'s lean path.
+    Buffers: indptr and y int64, indices int32 or int64, data, w and acc float64."""
+    cdef const int32_t[::1] narrow
+    cdef const int64_t[::1] wide
+    if memoryview(indices).format == "i":
+        narrow = indices
+        _multiclass_hinge[int32_t](indptr, narrow, data, y, w, n_cols, K, bias, has_bias, C, acc)
+    else:
+        wide = indices
+        _multiclass_hinge[int64_t](indptr, wide, data, y, w, n_cols, K, bias, has_bias, C, acc)
 
 
 cdef inline bint _nonzero_bits(double x) noexcept nogil:

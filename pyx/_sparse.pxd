@@ -27,16 +27,34 @@ cdef inline object zeros_as_numpy(Py_ssize_t n):
     return zeros(n)
 
 
-cdef inline object int32_columns(const int64_t[::1] indices, int64_t n_cols, int32_t** out):
-    """The column indices as int32 in a buffer of its own (zeros_as_numpy's), which it returns
-    (to keep alive) with its first int32 in out; ValueError when one lies outside [0, n_cols)."""
+cdef inline object int32_columns(object indices, int64_t n_cols, int32_t** out):
+    """The column indices as int32s, their first in out: the buffer itself when it holds int32s
+    ('i': Parser.take_buffers narrows them so), else a copy of its int64s in a buffer of its own
+    (zeros_as_numpy's). Returns the buffer to keep alive; ValueError when an index lies outside
+    [0, n_cols)."""
+    cdef const int32_t[::1] narrow
+    cdef const int64_t[::1] wide
     cdef Py_ssize_t p
-    owner = zeros_as_numpy((max(indices.shape[0], 1) + 1) // 2)
-    cdef int32_t* i32 = <int32_t*> buffer_address(owner)
-    for p in range(indices.shape[0]):
-        if indices[p] < 0 or indices[p] >= n_cols:
+    cdef int32_t* i32
+    view = memoryview(indices)
+    if view.format == "i" and len(view) > 0:
+        narrow = indices
+        for p in range(narrow.shape[0]):
+            if narrow[p] < 0 or narrow[p] >= n_cols:
+                raise ValueError("a column index is outside [0, n_cols)")
+        out[0] = <int32_t*> &narrow[0]
+        return indices
+    if len(view) == 0:
+        owner = zeros_as_numpy(1)
+        out[0] = <int32_t*> buffer_address(owner)
+        return owner
+    wide = indices
+    owner = zeros_as_numpy((wide.shape[0] + 1) // 2)
+    i32 = <int32_t*> buffer_address(owner)
+    for p in range(wide.shape[0]):
+        if wide[p] < 0 or wide[p] >= n_cols:
             raise ValueError("a column index is outside [0, n_cols)")
-        i32[p] = <int32_t>indices[p]
+        i32[p] = <int32_t>wide[p]
     out[0] = i32
     return owner
 

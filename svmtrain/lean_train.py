@@ -180,7 +180,7 @@ def _kind_for_auto(path):
 
 def _read(path, kind, zero_based):
     """The rows of the file (of `kind`, _kind_for_auto's) as the reader's buffers
-    (Parser.take_buffers)."""
+    (Parser.take_buffers), the column indices as int32s (the kernels' own) when they fit."""
     from svmtrain import _reader
     from svmtrain.lean_predict import _decompressor, parsed
     parser = _reader.Parser(zero_based, 1)
@@ -188,7 +188,7 @@ def _read(path, kind, zero_based):
         f = raw if kind == "plain" else _decompressor(kind, raw)
         for _ in parsed(f, kind == "plain", parser, LEAN_BYTES):
             pass
-    *arrays, n_features = parser.take_buffers()
+    *arrays, n_features = parser.take_buffers(int32_columns=True)
     return (*map(memoryview, arrays), n_features)
 
 
@@ -215,6 +215,7 @@ def _train(path, kind, model_path, o):
         raise _NotHere                 # (-0.0, told apart from 0.0: np.unique's choice)
     if _linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0):
         raise _NotHere
+    del qid, cost                      # (all -1 and all 1: _save_state writes them so)
     labels = sorted(labels, reverse=not multiclass)
     K = len(labels) if multiclass else 1
     n_cols = max(n_features, 1)
@@ -272,7 +273,7 @@ def _train(path, kind, model_path, o):
         _write_model(model_path, header, w, K)
     seconds = time.perf_counter() - started
     if done.interrupted:
-        rows = (indptr, indices, values, target, qid, cost, _line, n_features)
+        rows = (indptr, indices, values, target, _line, n_features)
         state = _save_state(f"{model_path}.state.npz", path, rows, labels, o, alpha, thresholds)
         return _interrupted(model_path, state, rel)
     quiet = o["quiet"]
@@ -351,10 +352,12 @@ def _save_state(state_path, path, rows, labels, o, alpha, thresholds):
     from svmtrain.tasks.base import Geometry
     from svmtrain.tasks.binary import Binary
     from svmtrain.tasks.multiclass import Multiclass
-    indptr, indices, values, target, qid, cost, line, n_features = (
-        np.frombuffer(r, np.int64 if memoryview(r).format == "q" else np.float64)
-        if not isinstance(r, int) else r for r in rows)
-    block = Block(indptr, indices, values, target, qid, cost, line, max(n_features, 1), 0)
+    kinds = {"q": np.int64, "i": np.int32, "d": np.float64}
+    indptr, indices, values, target, line = (np.frombuffer(r, kinds[memoryview(r).format])
+                                             for r in rows[:-1])
+    n = len(target)
+    block = Block(indptr, indices.astype(np.int64), values, target, np.full(n, -1, np.int64),
+                  np.ones(n), line, max(rows[-1], 1), 0)
     task = Multiclass(labels, "zero-one") if o["task"] == "multiclass" else Binary(labels)
     bias = o["bias"] if o["bias"] != "none" else None
     problem = task.problem(block, path, o["C"], Geometry(block.n_features, bias))
