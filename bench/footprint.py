@@ -273,9 +273,9 @@ def bench_footprint(data, quick, repeat):
             mode = " ".join(extra) or "default"
             model, ll_model = tmp / "model", tmp / "ll.model"
             ll = [ll_train, "-q", "-s", solver, train, ll_model] if ll_train else None
-            # train of a binary or multiclass model on a small file imports no numpy
+            # train of a binary, multiclass or regression model on a small file imports no numpy
             # (svmtrain.lean_train): its floor is the interpreter's start
-            lean = (task in ("binary", "multiclass") and not extra
+            lean = (task in ("binary", "multiclass", "regression") and not extra
                     and os.path.getsize(train) <= LEAN_TRAIN_BYTES)
             _against_liblinear(table, {"run": "train", "data": label, "task": task,
                                        "options": extra},
@@ -323,8 +323,8 @@ def bench_footprint(data, quick, repeat):
         "can reach; what a row has above it is svmtrain's own (click, its imports, the work). "
         "The predict rows' floor is python -c pass: predict of a binary, multiclass or "
         "regression linear model imports neither numpy nor click (svmtrain.lean_predict), "
-        "--json included; so is that of train of a binary or multiclass model on a file of at "
-        "most 16 MB (svmtrain.lean_train).",
+        "--json included; so is that of train of a binary, multiclass or regression model on a "
+        "file of at most 16 MB (svmtrain.lean_train).",
         "svmtrain --help and train on heart_scale (270 rows) against the interpreter alone "
         "(neither imports numpy or click). Each row's commands ran alternately.",
     ]

@@ -5,7 +5,7 @@
 Columns at or beyond `n_cols` are ignored, as LIBLINEAR ignores features a model has not seen.
 """
 
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
@@ -79,12 +79,14 @@ def dot(const double[::1] a, const double[::1] b):
     return s
 
 
-cdef int _binary_hinge(const int64_t[::1] indptr, const column_t[::1] indices,
+cdef int _score_losses(const int64_t[::1] indptr, const column_t[::1] indices,
                        const double[::1] data, const double[::1] y, const double[::1] w,
-                       int64_t n_cols, double bias, bint has_bias, double C,
+                       int64_t n_cols, double bias, bint has_bias, double C, double p, bint tube,
                        double[::1] acc) except -1:
+    """acc += sum_i max(0, C v_i), s_i = w.x_i: v_i = 1 - y_i s_i (binary), or |y_i - s_i| - p
+    (`tube`: regression)."""
     cdef int64_t n = indptr.shape[0] - 1, i
-    cdef double total = acc[0], comp = acc[1]
+    cdef double total = acc[0], comp = acc[1], s
     if n < 0 or y.shape[0] != n or indptr[n] > indices.shape[0] or indices.shape[0] != data.shape[0]:
         raise ValueError("inconsistent CSR arrays")
     if w.shape[0] < n_cols + (1 if has_bias else 0):
@@ -94,10 +96,24 @@ cdef int _binary_hinge(const int64_t[::1] indptr, const column_t[::1] indices,
     cdef const double* wp = &w[0] if w.shape[0] else NULL
     with nogil:
         for i in range(n):
-            _add_positive(C * (1.0 - y[i] * _score(&indptr[0], ind, val, wp, i, n_cols, bias,
-                                                   has_bias)), &total, &comp)
+            s = _score(&indptr[0], ind, val, wp, i, n_cols, bias, has_bias)
+            _add_positive(C * (fabs(y[i] - s) - p if tube else 1.0 - y[i] * s), &total, &comp)
     acc[0] = total
     acc[1] = comp
+    return 0
+
+
+cdef int _losses(indptr, indices, data, y, w, int64_t n_cols, double bias, bint has_bias,
+                 double C, double p, bint tube, acc) except -1:
+    """_score_losses on the columns as they are, int32 or int64."""
+    cdef const int32_t[::1] narrow
+    cdef const int64_t[::1] wide
+    if memoryview(indices).format == "i":
+        narrow = indices
+        _score_losses[int32_t](indptr, narrow, data, y, w, n_cols, bias, has_bias, C, p, tube, acc)
+    else:
+        wide = indices
+        _score_losses[int64_t](indptr, wide, data, y, w, n_cols, bias, has_bias, C, p, tube, acc)
     return 0
 
 
@@ -108,14 +124,28 @@ def binary_hinge_sum(indptr, indices, data, y, w, int64_t n_cols, double bias, b
     1 - y * csr_scores, times the costs, then hinge_sum), the same operations in the same order,
     for `train`'s lean path, which has no numpy arrays to do it with. Buffers: indptr int64,
     indices int32 or int64, data, y, w and acc = [sum, compensation] float64."""
-    cdef const int32_t[::1] narrow
-    cdef const int64_t[::1] wide
-    if memoryview(indices).format == "i":
-        narrow = indices
-        _binary_hinge[int32_t](indptr, narrow, data, y, w, n_cols, bias, has_bias, C, acc)
-    else:
-        wide = indices
-        _binary_hinge[int64_t](indptr, wide, data, y, w, n_cols, bias, has_bias, C, acc)
+    _losses(indptr, indices, data, y, w, n_cols, bias, has_bias, C, 0.0, False, acc)
+
+
+def tube_loss_sum(indptr, indices, data, y, w, int64_t n_cols, double bias, bint has_bias,
+                  double C, double p, acc):
+    """hinge_sum of C (|y_i - w.x_i| - p): the regression task's certificate as
+    objective.PrimalAccumulator sums it (Regression.violations: abs(target - csr_scores) - p,
+    times the costs, then hinge_sum), for `train`'s lean path; buffers as binary_hinge_sum's."""
+    _losses(indptr, indices, data, y, w, n_cols, bias, has_bias, C, p, True, acc)
+
+
+def tube_margins(const double[::1] target, double p):
+    """Regression.all_constraints' margins, example by example y_i - p then -y_i - p, as a
+    buffer of doubles (the dual's sum l alpha on the lean path)."""
+    from svmtrain._reader import zeros
+    out = zeros(2 * target.shape[0])
+    cdef double[::1] m = out
+    cdef Py_ssize_t i
+    for i in range(target.shape[0]):
+        m[2 * i] = target[i] - p
+        m[2 * i + 1] = -target[i] - p
+    return out
 
 
 cdef int _multiclass_hinge(const int64_t[::1] indptr, const column_t[::1] indices,
@@ -276,6 +306,8 @@ def extremes(values):
     here: a fused def's dispatcher imports numpy.)"""
     cdef const int64_t[::1] q
     cdef const double[::1] d
+    if len(memoryview(values)) == 0:
+        raise ValueError("extremes: no values")
     if memoryview(values).format == "q":
         q = values
         return _lo_hi(q)

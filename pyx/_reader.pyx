@@ -437,22 +437,6 @@ cdef _Owned _shrunk(void* ptr, Py_ssize_t n, char kind):
     return _owned(ptr, n, kind)
 
 
-cdef _Owned _narrowed_columns(int64_t* p, Py_ssize_t n, int64_t max_col):
-    """The n column indices at p as int32s in the first half of the same memory, the rest given
-    back (_shrunk), when every one fits; as they are otherwise. Item k's 4 bytes land at or below
-    item k's own 8, so no index is overwritten before it is read (memcpy: no aliasing assumed)."""
-    cdef Py_ssize_t k
-    cdef int64_t v
-    cdef int32_t c
-    if max_col > INT32_MAX:
-        return _shrunk(p, n, c'q')
-    for k in range(n):
-        memcpy(&v, <char*> p + 8 * k, 8)
-        c = <int32_t> v
-        memcpy(<char*> p + 4 * k, &c, 4)
-    return _shrunk(p, n, c'i')
-
-
 cdef object _hand_over(void* ptr, Py_ssize_t n, object dtype):
     """A 1-d numpy array of `dtype` (8-byte items) owning the malloc'd `ptr` (n items): ptr is
     freed with the array."""
@@ -495,7 +479,10 @@ cdef int _acquire(object obj, Py_buffer* view, char kind, int ndim, bint writabl
 cdef class Parser:
     """Incremental svmlight parser. Feed it buffers of complete lines with `parse`; `take` the rows.
 
-    Parser(zero_based, first_line): `first_line` is the 1-based number of the first line fed.
+    Parser(zero_based, first_line, int32_columns=False): `first_line` is the 1-based number of the
+    first line fed; with `int32_columns` the column indices are stored as int32s while every one
+    fits (take_buffers hands them over so: the lean train's kernels read int32 columns, and the
+    int64s were a third of the parse's peak), as int64s from the first that does not.
     """
     cdef bint zero_based
     cdef public int64_t line_no         # number of the next line to parse
@@ -506,8 +493,11 @@ cdef class Parser:
     cdef double* cost
     cdef int64_t* line
     cdef Py_ssize_t n_rows, row_cap
-    # nonzeros
+    # nonzeros: their columns in `indices`, or in `indices32` while a parser made with
+    # int32_columns has seen none past INT32_MAX (`narrow`)
     cdef int64_t* indices
+    cdef int32_t* indices32
+    cdef bint int32_columns, narrow
     cdef double* data
     cdef Py_ssize_t nnz, nnz_cap
     cdef int64_t max_col
@@ -517,19 +507,21 @@ cdef class Parser:
     cdef public Py_ssize_t err_start, err_end     # token span, relative to the buffer parsed
     cdef public int64_t err_a, err_b
 
-    def __cinit__(self, bint zero_based=False, int64_t first_line=1):
+    def __cinit__(self, bint zero_based=False, int64_t first_line=1, bint int32_columns=False):
         self.zero_based = zero_based
         self.line_no = first_line
+        self.int32_columns = int32_columns
         self.err_code = OK
         self._reset()
 
     def __dealloc__(self):
         free(self.indptr); free(self.target); free(self.qid); free(self.cost); free(self.line)
-        free(self.indices); free(self.data)
+        free(self.indices); free(self.indices32); free(self.data)
 
     cdef void _reset(self) noexcept:
         self.indptr = NULL; self.target = NULL; self.qid = NULL; self.cost = NULL; self.line = NULL
-        self.indices = NULL; self.data = NULL
+        self.indices = NULL; self.indices32 = NULL; self.data = NULL
+        self.narrow = self.int32_columns
         self.n_rows = 0; self.row_cap = 0; self.nnz = 0; self.nnz_cap = 0
         self.max_col = -1
 
@@ -565,13 +557,41 @@ cdef class Parser:
     cdef int _grow_nnz(self) noexcept nogil:
         cdef Py_ssize_t c = self.nnz_cap * 2 if self.nnz_cap > 0 else 4096
         cdef void* p
-        p = realloc(self.indices, c * sizeof(int64_t))
-        if p == NULL: return E_NOMEM
-        self.indices = <int64_t*> p
+        if self.narrow:
+            p = realloc(self.indices32, c * sizeof(int32_t))
+            if p == NULL: return E_NOMEM
+            self.indices32 = <int32_t*> p
+        else:
+            p = realloc(self.indices, c * sizeof(int64_t))
+            if p == NULL: return E_NOMEM
+            self.indices = <int64_t*> p
         p = realloc(self.data, c * sizeof(double))
         if p == NULL: return E_NOMEM
         self.data = <double*> p
         self.nnz_cap = c
+        return OK
+
+    cdef int _int64_columns(self) except -1:
+        """The columns as int64s from here on, for the readers of `indices`."""
+        if self._widen() != OK:
+            raise MemoryError()
+        return 0
+
+    cdef int _widen(self) noexcept nogil:
+        """The columns stored so far as int64s (a column past INT32_MAX, or a caller that reads
+        int64s): `narrow` no longer."""
+        cdef int64_t* wide
+        cdef Py_ssize_t k
+        if not self.narrow:
+            return OK
+        wide = <int64_t*> malloc(max(self.nnz_cap, 1) * sizeof(int64_t))
+        if wide == NULL: return E_NOMEM
+        for k in range(self.nnz):
+            wide[k] = self.indices32[k]
+        free(self.indices32)
+        self.indices32 = NULL
+        self.indices = wide
+        self.narrow = False
         return OK
 
     cdef int _fail(self, int code, const char* buf, const char* s, const char* e,
@@ -700,7 +720,12 @@ cdef class Parser:
             prev_idx = idx
             if self.nnz == self.nnz_cap and self._grow_nnz() != OK:
                 return self._fail(E_NOMEM, buf, s, e, t, p, 0, 0)
-            self.indices[self.nnz] = col
+            if self.narrow and col > INT32_MAX and self._widen() != OK:
+                return self._fail(E_NOMEM, buf, s, e, t, p, 0, 0)
+            if self.narrow:
+                self.indices32[self.nnz] = <int32_t> col
+            else:
+                self.indices[self.nnz] = col
             self.data[self.nnz] = v
             self.nnz += 1
 
@@ -789,6 +814,7 @@ cdef class Parser:
         """The rows parsed since the last take, as numpy arrays (ownership passes to numpy):
         (indptr, indices, data, target, qid, cost, line, n_features)."""
         self._indptr_for_take()
+        self._int64_columns()
         import numpy as np
         out = (
             _hand_over(self.indptr, self.n_rows + 1, np.int64),
@@ -803,16 +829,15 @@ cdef class Parser:
         self._reset()
         return out
 
-    def take_buffers(self, bint int32_columns=False):
+    def take_buffers(self):
         """`take` without numpy (`train`'s lean path, svmtrain.lean_train): the same arrays as
         buffers of int64s ('q': indptr, indices, qid, line) and doubles ('d': data, target,
-        cost), each freed with the last object that views it. With `int32_columns`, the column
-        indices are int32s ('i') when every one fits, narrowed in place: the kernels' columns,
-        which they would otherwise copy (a9a: 1.8 MB, and the int64s' 3.6 MB held beside them)."""
+        cost), each freed with the last object that views it; the column indices are int32s
+        ('i') where the parser was made with int32_columns and none is past INT32_MAX."""
         self._indptr_for_take()
         out = (
             _shrunk(self.indptr, self.n_rows + 1, c'q'),
-            (_narrowed_columns(self.indices, self.nnz, self.max_col) if int32_columns else
+            (_shrunk(self.indices32, self.nnz, c'i') if self.narrow else
              _shrunk(self.indices, self.nnz, c'q')),
             _shrunk(self.data, self.nnz, c'd'),
             _shrunk(self.target, self.n_rows, c'd'),
@@ -1347,6 +1372,7 @@ def predict_parsed(Parser parser not None, w, int64_t n_cols, int64_t K, double 
     metric's confusion counts of its positive class, BinaryMetric's).
     """
     cdef Py_buffer b
+    parser._int64_columns()
     _acquire(w, &b, c'd', 1, False, b"predict_parsed")
     try:
         return _predict_parsed(parser, <const double*> b.buf, b.len // 8, n_cols, K, bias,
@@ -1457,6 +1483,7 @@ def tag_parsed(Parser parser not None, w, int64_t n_cols, int64_t K, double bias
     the Viterbi of _viterbi.pxd, as _oracles.viterbi finds them. A line is label_texts[tag]
     (bytes) or, with `scores`, the reprs of E[t, 0..K-1] joined by a space."""
     cdef Py_buffer b
+    parser._int64_columns()
     _acquire(w, &b, c'd', 1, False, b"tag_parsed")
     try:
         return _tag_parsed(parser, <const double*> b.buf, b.len // 8, n_cols, K, bias, has_bias,
@@ -1663,13 +1690,15 @@ def regress_parsed(Parser parser not None, w, int64_t n_cols, double bias, bint 
     cdef int64_t p, j
     cdef double v
     cdef const int64_t* ip = parser.indptr
-    cdef const int64_t* ind = parser.indices
+    cdef const int64_t* ind
     cdef const double* val = parser.data
     cdef const double* target = parser.target
     cdef const double* wp
     cdef char* buf
     if n_cols < 0:
         raise ValueError("regress_parsed: n_cols >= 0")
+    parser._int64_columns()
+    ind = parser.indices
     _acquire(w, &b, c'd', 1, False, b"regress_parsed")
     try:
         if b.len // 8 < n_cols + (1 if has_bias else 0):

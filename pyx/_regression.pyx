@@ -30,15 +30,14 @@ largest violation; engine.solve unshrinks as it does for LIBLINEAR -s 4's whole 
 exact_bounds, recompute_w, unshrink, w, alpha in the listed order).
 """
 
-import numpy as np
-cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
-from _sparse cimport prefetch, shuffle, row_axpy, row_dot
+from _sparse cimport (buffer_address, int32_columns, prefetch, shuffle, row_axpy, row_dot,
+                      zeros_as_numpy)
 
-cnp.import_array()
+from svmtrain import _numpy as np    # (numpy on first use: from_rows never reads it)
 
 
 cdef struct Example:
@@ -126,8 +125,56 @@ cdef class SVRDualCD:
             # hot start: beta = a_i1 - a_i2, projected onto the box (a changed C may have moved it)
             beta = np.clip(np.maximum(alpha[0::2], 0.0) - np.maximum(alpha[1::2], 0.0), -C, C)
         self._keep = (cols, data)
-        self.indices = <const int32_t*> cnp.PyArray_DATA(cols)
-        self.data = <const double*> cnp.PyArray_DATA(data)
+        self._lay_out(<const int32_t*> buffer_address(cols), <const double*> buffer_address(data),
+                      n, n_cols, bias, has_bias, seed, shrinking)
+        cdef const int64_t[::1] ip = indptr
+        cdef const double[::1] l1v = l1, l2v = l2, Cv = C, bv = beta
+        with nogil:
+            for i in range(n):
+                self._set_example(i, ip[i], ip[i + 1], l1v[i], l2v[i], Cv[i], bv[i])
+        self.recompute_w()
+
+    @staticmethod
+    def from_rows(indptr, indices, data, target, double p, double C, *, int64_t n_cols,
+                  double bias=0.0, bint has_bias=False, uint64_t seed=1, bint shrinking=True):
+        """The kernel of Regression.all_constraints' listing (l_i1 = y_i - p, l_i2 = -y_i - p,
+        every C_i = C, beta = 0) built from plain buffers (indptr int64, indices int32 or int64,
+        data and target float64) without numpy, for `train`'s lean path (svmtrain.lean_train): the
+        examples __init__ lays out from those arrays, bit for bit, so its epochs take the same
+        steps. ValueError where __init__'s caller would refuse the problem or a row's squared
+        norm overflows (the lean path then hands the command to the full path)."""
+        cdef const int64_t[::1] ip = indptr
+        cdef const double[::1] vals = data, y = target
+        cdef int64_t n = ip.shape[0] - 1, nnz = len(indices), i
+        cdef int32_t* i32
+        cdef SVRDualCD self = SVRDualCD.__new__(SVRDualCD)
+        if n < 0 or ip[0] != 0 or ip[n] != nnz or vals.shape[0] != nnz or y.shape[0] != n:
+            raise ValueError("from_rows: inconsistent arrays")
+        for i in range(n):
+            if ip[i + 1] < ip[i]:
+                raise ValueError("from_rows: indptr is not a valid CSR row pointer")
+        if not (C >= 0.0 and C < INFINITY) or not (p >= 0.0 and p < INFINITY):
+            raise ValueError("from_rows: C and p must be finite and >= 0")
+        if n_cols < 0 or n_cols + 1 > INT32_MAX:
+            raise ValueError("the kernel takes at most 2**31 - 1 weights")
+        cols = int32_columns(indices, n_cols, &i32)
+        self._keep = (cols, data)
+        self._lay_out(i32, &vals[0] if nnz else NULL, n, n_cols, bias, has_bias, seed, shrinking)
+        for i in range(n):
+            # (Regression.all_constraints' margins: target - p and -target - p)
+            self._set_example(i, ip[i], ip[i + 1], y[i] - p, -y[i] - p, C, 0.0)
+            if not (self.ex[i].H < INFINITY and fabs(self.ex[i].l1) < INFINITY
+                    and fabs(self.ex[i].l2) < INFINITY):
+                raise ValueError("from_rows: a row's squared norm or a margin overflows")
+        self.recompute_w()
+        return self
+
+    cdef int _lay_out(self, const int32_t* indices, const double* data, int64_t n, int64_t n_cols,
+                      double bias, bint has_bias, uint64_t seed, bint shrinking) except -1:
+        """Everything but the examples: the rows, w (0), the generator, every example active."""
+        cdef int64_t i
+        self.indices = indices
+        self.data = data
         self.n, self.n_cols = n, n_cols
         self.bias = bias
         self.bias_col = n_cols if has_bias else -1
@@ -135,35 +182,34 @@ cdef class SVRDualCD:
         self.shrinking = shrinking
         self.rng = seed
         self.M = INFINITY
-        self.w_ = np.zeros(max(self.n_w, 1), dtype=np.float64)
+        self.w_ = zeros_as_numpy(max(self.n_w, 1))     # (numpy's huge-page advice, as an array's)
         self.w = &self.w_[0]
         self.ex = <Example*> malloc(max(n, 1) * sizeof(Example))
         self.order = <int64_t*> malloc(max(n, 1) * sizeof(int64_t))
         self.out = <uint8_t*> malloc(max(n, 1) * sizeof(uint8_t))
         if self.ex == NULL or self.order == NULL or self.out == NULL:
             raise MemoryError("cannot allocate the regression state")
-        cdef const int64_t[::1] ip = indptr
-        cdef const double[::1] l1v = l1, l2v = l2, Cv = C, bv = beta
-        cdef int64_t q
-        cdef double h
-        with nogil:
-            for i in range(n):
-                self.ex[i].start = ip[i]
-                self.ex[i].nnz = ip[i + 1] - ip[i]
-                self.ex[i].l1 = l1v[i]
-                self.ex[i].l2 = l2v[i]
-                self.ex[i].C = Cv[i]
-                self.ex[i].beta = bv[i]
-                h = 0.0
-                for q in range(ip[i], ip[i + 1]):
-                    h += self.data[q] * self.data[q]
-                if self.bias_col >= 0:
-                    h += bias * bias
-                self.ex[i].H = h
-                self.order[i] = i
+        for i in range(n):
+            self.order[i] = i
         self.n_active = n
         self.est_loss = self.shrunk_loss = 0.0
-        self.recompute_w()
+        return 0
+
+    cdef inline void _set_example(self, int64_t i, int64_t start, int64_t end, double l1,
+                                  double l2, double C, double beta) noexcept nogil:
+        cdef int64_t q
+        cdef double h = 0.0
+        self.ex[i].start = start
+        self.ex[i].nnz = end - start
+        self.ex[i].l1 = l1
+        self.ex[i].l2 = l2
+        self.ex[i].C = C
+        self.ex[i].beta = beta
+        for q in range(start, end):
+            h += self.data[q] * self.data[q]
+        if self.bias_col >= 0:
+            h += self.bias * self.bias
+        self.ex[i].H = h
 
     cdef inline double _dot(self, int64_t i) noexcept nogil:
         return row_dot(self.w, self.indices, self.data, self.ex[i].start,
@@ -380,7 +426,11 @@ cdef class SVRDualCD:
     def alpha(self):
         """The alphas in the listed order (example by example: a_i1 = max(beta_i, 0), then
         a_i2 = max(-beta_i, 0))."""
-        out = np.empty(2 * self.n, dtype=np.float64)
+        return np.frombuffer(self.alpha_buffer(), dtype=np.float64)
+
+    def alpha_buffer(self):
+        """`alpha` as a buffer of doubles (no numpy)."""
+        out = zeros_as_numpy(2 * self.n)
         cdef double[::1] o = out
         cdef int64_t i
         cdef double b
@@ -399,6 +449,10 @@ cdef class SVRDualCD:
     def final_w(self):
         """w itself, not a copy, for a caller done with this solver (as DualCD.final_w)."""
         return np.asarray(self.w_[:self.n_w])
+
+    def w_buffer(self):
+        """final_w() as a buffer of doubles (no numpy), for a caller done with this solver."""
+        return memoryview(self.w_)[:self.n_w]
 
     @property
     def rng_state(self):

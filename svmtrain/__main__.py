@@ -7,8 +7,8 @@ svmtrain._usage (written by `make man`, from the CLI itself; tests/test_startup.
 click's text, byte for byte). A narrower terminal, and every other command line, go to click.
 
 `svmtrain predict` of a binary, multiclass, regression or sequence linear model, the common case,
-is first offered to svmtrain.lean_predict, and `svmtrain train` of a binary or multiclass model
-on a small file to svmtrain.lean_train; neither imports click or numpy, and each hands the
+is first offered to svmtrain.lean_predict, and `svmtrain train` of a binary, multiclass or
+regression model on a small file to svmtrain.lean_train; neither imports click or numpy, and each hands the
 command back when it is not of its plain form.
 
 The cyclic garbage collector is off while the command's modules are imported, and what they made

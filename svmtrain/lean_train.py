@@ -1,28 +1,30 @@
-"""`svmtrain train` of a binary or multiclass model without numpy or click: what a parameter
-search pays.
+"""`svmtrain train` of a binary, multiclass or regression model without numpy or click: what a
+parameter search pays.
 
 A process that imports numpy cannot start in less time than that import takes (about 0.08 s of
 the 0.12 s LIBLINEAR's `train` needs for a9a). So the console script (svmtrain.__main__) first
 offers a train command line to `run` here. It takes it when the command is of the plain form
 
-    svmtrain train [-t binary|multiclass] [-m auto|n-slack] [-c C] [-e EPSILON] [-B BIAS]
-                   [--seed N] [--max-epochs N] [--shrinking|--no-shrinking] [--zero-based]
-                   [--format svmtrain|liblinear] [-q|--quiet] TRAIN_FILE MODEL_FILE
+    svmtrain train [-t binary|multiclass|regression] [-m auto|n-slack] [-c C] [-e EPSILON]
+                   [-B BIAS] [-p P] [--seed N] [--max-epochs N] [--shrinking|--no-shrinking]
+                   [--zero-based] [--format svmtrain|liblinear] [-q|--quiet] TRAIN_FILE MODEL_FILE
 
-(an option's value as the next word, or after `=` for the long ones), TRAIN_FILE a regular file,
-plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, with two labels (binary) or
-two to MOST_CLASSES (multiclass), no `qid:` or `cost:` and rows whose squared norms are finite,
-and `--mode auto` choosing n-slack for it (as svmtrain.auto does for such a file). Then the run
-is the full path's, step for step, on the same code where it matters: the reader's C parser
-(`Parser.take_buffers`, the column indices narrowed to int32s in place: the kernels read them as
-they are, where a copy beside the int64s was a tenth to a fifth of the process's peak: a9a 23.7 ->
-20.0 MB, ijcnn1 30 -> 24 MB, reuters_lasvm 18.7 -> 16.9 MB); the engine over one constraint per
-row (`DualCD.from_rows`, the layout DualCD gives Binary.all_constraints' cache) or the
-Crammer-Singer kernel over every (i, j) (`CrammerSingerCD.from_rows`, the one
-Multiclass.all_constraints' listing builds); the engine's stopping policy
-(svmtrain.stopping.run_epochs); and the certificate's sums (svmtrain._linear.binary_hinge_sum and
-multiclass_hinge_sum, the losses the tasks' violations and objective.PrimalAccumulator add up,
-and svmtrain.objective's ||w||^2 and dual). The model file,
+(an option's value as the next word, or after `=` for the long ones; -p for regression only),
+TRAIN_FILE a regular file, plain or gzip/bzip2/xz-compressed, of at most LEAN_BYTES of text, of
+at least one row, with two labels (binary) or two to MOST_CLASSES (multiclass), no `qid:` or
+`cost:` and rows whose squared norms are finite, and `--mode auto` choosing n-slack for it (as
+svmtrain.auto does for such a file). Then the run is the full path's, step for step, on the same
+code where it matters: the reader's C parser (`Parser.take_buffers`, the column indices stored
+as int32s as they are parsed: the kernels read them as they are, where a copy beside the int64s
+was a tenth to a fifth of the process's peak: a9a 23.7 -> 20.0 MB, ijcnn1 30 -> 24 MB,
+reuters_lasvm 18.7 -> 16.9 MB; and the parse's own peak is a quarter lower); the kernel the task's listing goes to, built from those buffers: the engine over one
+constraint per row (`DualCD.from_rows`, the layout DualCD gives Binary.all_constraints' cache),
+the Crammer-Singer kernel over every (i, j) (`CrammerSingerCD.from_rows`, the one
+Multiclass.all_constraints' listing builds) or LIBLINEAR -s 13's one variable an example
+(`SVRDualCD.from_rows`, Regression.all_constraints' TubeListing); the engine's stopping policy
+(svmtrain.stopping.run_epochs); and the certificate's sums (svmtrain._linear.binary_hinge_sum,
+multiclass_hinge_sum and tube_loss_sum, the losses the tasks' violations and
+objective.PrimalAccumulator add up, and svmtrain.objective's ||w||^2 and dual). The model file,
 its certificate and the summary line are the full path's, byte for byte (tests/test_lean_train.py
 compares the two on the shared data and on every option taken here); so is a binary model in
 LIBLINEAR's format (`--format liblinear`, model.format_liblinear's text).
@@ -63,6 +65,11 @@ def _epsilon(text):
     return x if x is not None and 0 < x < 1 else None
 
 
+def _nonnegative(text):
+    x = _number(text)
+    return x if x is not None and x >= 0 else None
+
+
 def _bias(text):
     x = _number(text)
     return None if x is None else (x if x >= 0 else "none")
@@ -94,8 +101,9 @@ def _word(*choices):
 
 
 #: option -> (field, converter); a converter returns None for a value the full path must judge
-_VALUES = {"-t": ("task", _word("binary", "multiclass")),
-           "--task": ("task", _word("binary", "multiclass")),
+_VALUES = {"-t": ("task", _word("binary", "multiclass", "regression")),
+           "--task": ("task", _word("binary", "multiclass", "regression")),
+           "-p": ("p", _nonnegative),
            "-m": ("mode", _word("auto", "n-slack")), "--mode": ("mode", _word("auto", "n-slack")),
            "-c": ("C", _positive), "-e": ("epsilon", _epsilon), "--epsilon": ("epsilon", _epsilon),
            "-B": ("bias", _bias), "--bias": ("bias", _bias),
@@ -108,7 +116,7 @@ def _command(args):
     """(train file, model file, options) of a plain train command line, else None."""
     o = {"task": "binary", "mode": "auto", "C": 1.0, "epsilon": 1e-3, "bias": "none", "seed": 1,
          "max_epochs": 1000, "shrinking": True, "zero_based": False, "quiet": False,
-         "model_format": "svmtrain"}
+         "model_format": "svmtrain", "p": None}
     positional = []
     i = 0
     while i < len(args):
@@ -136,6 +144,8 @@ def _command(args):
         o[name] = value
     if len(positional) != 2 or "-" in positional:
         return None
+    if o["p"] is not None and o["task"] != "regression":
+        return None            # (the full path: -p is regression's)
     # the environment can ask for Dask (train's --scheduler reads it)
     if os.environ.get("DASK_SCHEDULER_ADDRESS"):
         return None
@@ -186,12 +196,12 @@ def _read(path, kind, zero_based):
     (Parser.take_buffers), the column indices as int32s (the kernels' own) when they fit."""
     from svmtrain import _reader
     from svmtrain.lean_predict import _decompressor, parsed
-    parser = _reader.Parser(zero_based, 1)
+    parser = _reader.Parser(zero_based, 1, int32_columns=True)
     with open(path, "rb") as raw:
         f = raw if kind == "plain" else _decompressor(kind, raw)
         for _ in parsed(f, kind == "plain", parser, LEAN_BYTES):
             pass
-    *arrays, n_features = parser.take_buffers(int32_columns=True)
+    *arrays, n_features = parser.take_buffers()
     return (*map(memoryview, arrays), n_features)
 
 
@@ -209,12 +219,16 @@ def _train(path, kind, model_path, o):
     started = time.perf_counter()
     indptr, indices, values, target, qid, cost, _line, n_features = _read(path, kind, o["zero_based"])
     n = len(target)
+    if n == 0:
+        raise _NotHere                 # (the full path's model of no examples)
     multiclass = o["task"] == "multiclass"
+    regression = o["task"] == "regression"
     # the task's from_training_data: binary, two labels, the larger positive; multiclass, two
-    # or more, sorted. No qids or costs here
-    labels = _linear.distinct_values(target, MOST_CLASSES + 1 if multiclass else 3)
-    if (len(labels) < 2 or len(labels) > (MOST_CLASSES if multiclass else 2)
-            or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels)):
+    # or more, sorted; regression, any targets (the parser's are finite). No qids or costs here
+    labels = [] if regression else _linear.distinct_values(target, MOST_CLASSES + 1 if multiclass
+                                                          else 3)
+    if not regression and (len(labels) < 2 or len(labels) > (MOST_CLASSES if multiclass else 2)
+                           or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels)):
         raise _NotHere                 # (-0.0, told apart from 0.0: np.unique's choice)
     if _linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0):
         raise _NotHere
@@ -229,19 +243,24 @@ def _train(path, kind, model_path, o):
     if multiclass and n * (K - 1) > LIST_ALL_UP_TO:
         raise _NotHere
     liblinear = o["model_format"] == "liblinear"
-    if liblinear and (multiclass or o["zero_based"] or n_cols > 2**31 - 1
+    if liblinear and (multiclass or regression or o["zero_based"] or n_cols > 2**31 - 1
                       or not all(x.is_integer() and abs(x) <= 2**31 - 1 for x in labels)):
         raise _NotHere                 # (model.format_liblinear says why it cannot)
     bias = o["bias"]
     has_bias = bias != "none"
     b = bias if has_bias else 0.0
     C = o["C"]
+    p = 0.1 if o["p"] is None else o["p"]
     if multiclass:
         from svmtrain._multiclass import CrammerSingerCD
         y = _linear.class_indices(target, memoryview(struct.pack(f"{K}d", *labels)).cast("d"))
         engine = CrammerSingerCD.from_rows(indptr, indices, values, y, C, n_cols=n_cols,
                                            n_classes=K, bias=b, has_bias=has_bias,
                                            seed=o["seed"], shrinking=o["shrinking"])
+    elif regression:
+        from svmtrain._regression import SVRDualCD
+        engine = SVRDualCD.from_rows(indptr, indices, values, target, p, C, n_cols=n_cols, bias=b,
+                                     has_bias=has_bias, seed=o["seed"], shrinking=o["shrinking"])
     else:
         from svmtrain._engine import DualCD
         y = _linear.binary_signs(target, labels[0])
@@ -257,10 +276,15 @@ def _train(path, kind, model_path, o):
     acc = memoryview(bytearray(16)).cast("d")
     if multiclass:
         _linear.multiclass_hinge_sum(indptr, indices, values, y, w, n_cols, K, b, has_bias, C, acc)
+    elif regression:
+        _linear.tube_loss_sum(indptr, indices, values, target, w, n_cols, b, has_bias, C, p, acc)
     else:
         _linear.binary_hinge_sum(indptr, indices, values, y, w, n_cols, b, has_bias, C, acc)
     P = objective.primal_value(w, acc, n).primal
-    D = objective.dual(w, memoryview(_ONE * len(alpha)).cast("d"), alpha)
+    margins = (_linear.tube_margins(target, p) if regression
+               else memoryview(_ONE * len(alpha)).cast("d"))
+    D = objective.dual(w, margins, alpha)
+    del margins
     rel = objective.relative_gap(P, D)
     header = {"task": o["task"], "mode": "n-slack", "solver": "dcd", "C": repr(C),
               "bias": repr(bias) if has_bias else "none", "features": str(n_cols),
@@ -270,6 +294,9 @@ def _train(path, kind, model_path, o):
               "seed": str(o["seed"]), "epochs": str(done.epochs)}
     if multiclass:
         header.update(loss="zero-one", rescaling="margin")
+    if regression:
+        del header["labels"]
+        header["p"] = repr(p)
     if liblinear:
         _write_liblinear(model_path, labels, n_cols, bias if has_bias else None, w)
     else:
@@ -355,13 +382,16 @@ def _save_state(state_path, path, rows, labels, o, alpha, thresholds):
     from svmtrain.tasks.base import Geometry
     from svmtrain.tasks.binary import Binary
     from svmtrain.tasks.multiclass import Multiclass
+    from svmtrain.tasks.regression import Regression
     kinds = {"q": np.int64, "i": np.int32, "d": np.float64}
     indptr, indices, values, target, line = (np.frombuffer(r, kinds[memoryview(r).format])
                                              for r in rows[:-1])
     n = len(target)
     block = Block(indptr, indices.astype(np.int64), values, target, np.full(n, -1, np.int64),
                   np.ones(n), line, max(rows[-1], 1), 0)
-    task = Multiclass(labels, "zero-one") if o["task"] == "multiclass" else Binary(labels)
+    task = (Multiclass(labels, "zero-one") if o["task"] == "multiclass" else
+            Regression(0.1 if o["p"] is None else o["p"]) if o["task"] == "regression" else
+            Binary(labels))
     bias = o["bias"] if o["bias"] != "none" else None
     problem = task.problem(block, path, o["C"], Geometry(block.n_features, bias))
     save_state(state_path, task=task.name, C=o["C"], examples=block.n_rows, block=block,

@@ -24,6 +24,7 @@ HEART = os.path.join(DATA, "heart_scale")
 A9A = os.path.join(DATA, "a9a.train.sample")
 PENDIGITS = os.path.join(DATA, "pendigits_scale.train.sample")
 OHSUMED = os.path.join(DATA, "ohsumed.train.sample")
+CPUSMALL = os.path.join(DATA, "cpusmall_scale.train.sample")
 
 _CONSOLE, _CLICK = CONSOLE_SCRIPT, CLICK_ONLY
 _SECONDS = re.compile(r"(, )[0-9.e+-]+( s, primal)")
@@ -181,6 +182,34 @@ def test_multiclass_labels_sparse_weights_and_the_shared_set(tmp_path, shared):
     assert not imported and status == 0 and "multiclass n-slack, 6412 examples" in err
 
 
+REGRESSION_OPTIONS = [[], ["-p", "0.05", "-c", "2"], ["-p", "0"], ["-B", "1"],
+                      ["--seed", "3", "--no-shrinking"], ["-e", "0.01", "--max-epochs", "4"],
+                      ["--task=regression", "-m", "n-slack", "-q"]]
+
+
+@pytest.mark.parametrize("options", REGRESSION_OPTIONS, ids=" ".join)
+def test_regression_models_are_the_full_path_s(tmp_path, options):
+    args = [*options, CPUSMALL, "model"]
+    if "--task=regression" not in options:
+        args = ["-t", "regression", *args]
+    imported, status, err, model = both(args, tmp_path)
+    assert not imported and status == 0
+    assert model.startswith(b"svmtrain_model 1\ntask regression\nmode n-slack\n")
+    width = 13 if "-B" in options else 12
+    assert b"\nlabels" not in model and f"\nweights dense {width}\n".encode() in model
+    p = next((o.partition("=")[2] or options[i + 1] for i, o in enumerate(options)
+              if o.startswith("-p")), "0.1")
+    assert f"\np {float(p)!r}\n".encode() in model
+
+
+@pytest.mark.parametrize("name", ["cadata/cadata.xz", "cpusmall/cpusmall.xz"])
+def test_the_shared_regression_sets(tmp_path, shared, name):
+    """Targets and features as the files have them (cadata's house values run to 500,001)."""
+    imported, status, err, model = both(["-t", "regression", "--max-epochs", "50",
+                                         str(shared(name)), "model"], tmp_path)
+    assert not imported and status == 0 and "regression n-slack" in err
+
+
 def test_it_lists_every_constraint_where_the_task_does():
     from svmtrain.tasks import multiclass
     assert lean_train.LIST_ALL_UP_TO == multiclass.LIST_ALL_UP_TO
@@ -207,12 +236,17 @@ DECLINED = {
     "missing value": (HEART, ["-c"]),
     "no such file": ("no-such-file", []),
     "a directory": (DATA, []),
+    "liblinear format, regression": (CPUSMALL, ["-t", "regression", "--format", "liblinear"]),
+    "p of a binary task": (HEART, ["-p", "0.2"]),
+    "p negative": (CPUSMALL, ["-t", "regression", "-p", "-1"]),
+    "p inf": (CPUSMALL, ["-t", "regression", "-p", "inf"]),
 }
 
 
 # what click or the reader refuses (the same message from the full path, run after the lean one)
 REFUSED = {"liblinear format, multiclass", "liblinear format, zero-based", "C zero", "C nan", "epsilon one", "seed negative", "max epochs zero", "unknown option",
-           "missing value", "no such file", "a directory"}
+           "missing value", "no such file", "a directory", "p of a binary task", "p negative",
+           "p inf"}
 
 
 @pytest.mark.parametrize("case", sorted(DECLINED))
@@ -244,13 +278,36 @@ def test_bad_or_unusual_files_go_to_the_full_path(tmp_path, text, why, task):
     assert imported, why
 
 
+@pytest.mark.parametrize("text, why", [
+    ("1 1:1\n-1 2:x\n", "a bad value"),
+    ("1 1:1\n-1 2:1\n1 3:1e200 4:1e200\n", "an overflowing norm"),
+    ("", "no rows"),
+    ("1 qid:3 1:1\n-1 qid:3 2:1\n", "qids"),
+    ("1 cost:2 1:1\n-1 2:1\n", "a cost"),
+])
+def test_bad_or_unusual_regression_files_go_to_the_full_path(tmp_path, text, why):
+    data = tmp_path / "data"
+    data.write_text(text)
+    imported, status, err, model = both(["-t", "regression", str(data), "model"], tmp_path)
+    assert imported, why
+
+
+def test_regression_takes_any_targets(tmp_path):
+    # one target value, a negative zero, targets far outside the features' scale
+    data = tmp_path / "data"
+    data.write_text("3 1:1\n3 2:1\n-0 1:0.5 3:1\n1e6 2:0.25\n-2.5e-3 3:1\n")
+    imported, status, err, model = both(["-t", "regression", str(data), "model"], tmp_path)
+    assert not imported and status == 0
+
+
 def test_an_unwritable_model_goes_to_the_full_path(tmp_path):
     imported, status, err, model = both([HEART, "no/such/dir/model"], tmp_path,
                                         model="no/such/dir/model")
     assert imported and status == 2 and model is None
 
 
-@pytest.mark.parametrize("task, data", [("binary", A9A), ("multiclass", PENDIGITS)])
+@pytest.mark.parametrize("task, data", [("binary", A9A), ("multiclass", PENDIGITS),
+                                        ("regression", CPUSMALL)])
 def test_an_interrupted_run_leaves_what_the_full_path_leaves(tmp_path, monkeypatch, task, data):
     """SIGINT in the first epoch: the model and its dual state (MODEL_FILE.state.npz), and the
     full path's message, from both paths (in this process, the signal simulated)."""

@@ -684,3 +684,59 @@ def test_a_crc_taken_in_pieces_is_the_crc_of_the_whole_in_the_wider_type(piece):
     whole = zlib.crc32(values.astype(np.float64), zlib.crc32(columns.astype(np.int64)))
     assert crc32_as(values, np.float64, crc32_as(columns, np.int64, 0, piece), piece) == whole
     assert crc32_as(columns.astype(np.int64), np.int64, 0, piece) == zlib.crc32(columns.astype(np.int64))
+
+
+def _parsed(text, **kw):
+    parser = _reader.Parser(False, 1, **kw)
+    consumed, done, error = parser.parse(text, final=True)
+    assert error == 0 and consumed == len(text)
+    return parser
+
+
+TEXT = b"1 1:0.5 3:2\n-1 2:1 70000:0.25\n\n2 1:1 2:1 3:1\n"
+
+
+@pytest.mark.parametrize("extra, fits", [(b"", True), (b"1 2147483648:1\n", True),
+                                         (b"1 2147483649:1\n", False),
+                                         (b"1 3000000000:1\n", False)],
+                         ids=["int32", "column INT32_MAX", "past INT32_MAX", "far past"])
+def test_int32_columns_while_parsing(extra, fits):
+    """A parser made with int32_columns stores int32s while every column fits and int64s from the
+    first that does not; either way the rows are the int64 parser's."""
+    text = TEXT * 500 + extra + TEXT
+    narrow, plain = _parsed(text, int32_columns=True), _parsed(text)
+    a, b = narrow.take_buffers(), plain.take_buffers()
+    assert memoryview(a[1]).format == ("i" if fits else "q")
+    assert memoryview(b[1]).format == "q"
+    assert [list(memoryview(x)) for x in a[:-1]] == [list(memoryview(x)) for x in b[:-1]]
+    assert a[-1] == b[-1]
+    # take() hands over int64 columns whatever the parser stored
+    narrow, plain = _parsed(text, int32_columns=True), _parsed(text)
+    for x, y in zip(narrow.take(), plain.take()):
+        assert np.array_equal(x, y) and getattr(x, "dtype", None) == getattr(y, "dtype", None)
+
+
+def test_a_parser_of_int32_columns_after_a_take_and_a_bad_line():
+    parser = _reader.Parser(False, 1, int32_columns=True)
+    parser.parse(TEXT, final=True)
+    assert memoryview(parser.take_buffers()[1]).format == "i"
+    # the next rows are int32 again: a take starts afresh
+    consumed, done, error = parser.parse(b"1 4:1\n-1 2:x\n", final=True)
+    assert error != 0 and consumed == len(b"1 4:1\n")
+    indptr, indices = parser.take_buffers()[:2]
+    assert memoryview(indices).format == "i" and list(memoryview(indices)) == [3]
+
+
+def test_the_predicting_readers_take_a_parser_of_int32_columns():
+    """predict_parsed and regress_parsed read int64 columns: they widen a narrow parser's first."""
+    w = memoryview(struct.pack("4d", 0.5, -1.0, 2.0, 0.0)).cast("d")
+    text = b"1 1:1 3:2\n-1 2:1 4:1\n1 3:0.5 70000:1\n"
+    outs = []
+    for kw in ({}, {"int32_columns": True}):
+        parser = _parsed(text, **kw)
+        outs.append(_reader.predict_parsed(parser, w, 4, 1, 0.0, False, [1.0, -1.0],
+                                           [b"1", b"-1"], True))
+        parser = _parsed(text, **kw)
+        sums = _reader.RegressionSums()
+        outs.append((_reader.regress_parsed(parser, w, 4, 0.0, False, sums), sums.figures()))
+    assert outs[0] == outs[2] and outs[1] == outs[3]
