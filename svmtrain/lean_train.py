@@ -223,17 +223,10 @@ def _train(path, kind, model_path, o):
         raise _NotHere                 # (the full path's model of no examples)
     multiclass = o["task"] == "multiclass"
     regression = o["task"] == "regression"
-    # the task's from_training_data: binary, two labels, the larger positive; multiclass, two
-    # or more, sorted; regression, any targets (the parser's are finite). No qids or costs here
-    labels = [] if regression else _linear.distinct_values(target, MOST_CLASSES + 1 if multiclass
-                                                          else 3)
-    if not regression and (len(labels) < 2 or len(labels) > (MOST_CLASSES if multiclass else 2)
-                           or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels)):
-        raise _NotHere                 # (-0.0, told apart from 0.0: np.unique's choice)
+    labels = _labels(target, o["task"])
     if _linear.extremes(qid)[1] >= 0 or _linear.extremes(cost) != (1.0, 1.0):
-        raise _NotHere
+        raise _NotHere                 # (no qids or costs here)
     del qid, cost                      # (all -1 and all 1: _save_state writes them so)
-    labels = sorted(labels, reverse=not multiclass)
     K = len(labels) if multiclass else 1
     n_cols = max(n_features, 1)
     # svmtrain.data.check_features (MAX_FEATURES, and K x (features + bias) int32 offsets): the
@@ -317,6 +310,21 @@ def _train(path, kind, model_path, o):
               f"epochs, {seconds:.3g} s, primal {P:.10g}, dual {D:.10g}, relative gap {rel:.3g}",
               file=sys.stderr)
     return 0
+
+
+def _labels(target, task):
+    """The task's from_training_data: binary, two labels, the larger positive; multiclass, two
+    to MOST_CLASSES, sorted; regression, none (any targets: the parser's are finite). _NotHere
+    where the full path must judge."""
+    from svmtrain import _linear
+    if task == "regression":
+        return []
+    multiclass = task == "multiclass"
+    labels = _linear.distinct_values(target, MOST_CLASSES + 1 if multiclass else 3)
+    if (len(labels) < 2 or len(labels) > (MOST_CLASSES if multiclass else 2)
+            or any(x == 0.0 and math.copysign(1.0, x) < 0 for x in labels)):
+        raise _NotHere                 # (-0.0, told apart from 0.0: np.unique's choice)
+    return sorted(labels, reverse=not multiclass)
 
 
 _ONE = struct.pack("d", 1.0)
