@@ -107,7 +107,7 @@ cdef class SVRDualCD:
             raise ValueError("margin must hold 2 n finite values")
         l1 = np.ascontiguousarray(margin[0::2])
         l2 = np.ascontiguousarray(margin[1::2])
-        if np.any(l1 + l2 > 0.0):
+        if np.any(l1 > -l2):          # (l1 + l2 > 0, without overflowing: -p 1e308)
             raise ValueError("each example's margins must sum to at most 0 (a tube p >= 0)")
         if n_cols < 0 or n_cols + 1 > INT32_MAX:
             raise ValueError("the kernel takes at most 2**31 - 1 weights")

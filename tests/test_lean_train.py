@@ -202,6 +202,15 @@ def test_regression_models_are_the_full_path_s(tmp_path, options):
     assert f"\np {float(p)!r}\n".encode() in model
 
 
+def test_a_tube_wider_than_every_target(tmp_path):
+    """-p 1e308: w = 0 is optimal and certified; the margins' check must not overflow (numpy
+    warned on the full path)."""
+    imported, status, err, model = both(["-t", "regression", "-p", "1e308", CPUSMALL, "model"],
+                                        tmp_path)
+    assert not imported and status == 0 and "Warning" not in err
+    assert b"\nrelative_gap 0.0\n" in model and b"\nweights sparse 0\n" in model
+
+
 @pytest.mark.parametrize("name", ["cadata/cadata.xz", "cpusmall/cpusmall.xz"])
 def test_the_shared_regression_sets(tmp_path, shared, name):
     """Targets and features as the files have them (cadata's house values run to 500,001)."""
