@@ -71,11 +71,12 @@ _CONSOLE_PROBE = _PROBE.replace("from svmtrain.cli import main\nmain()",
 
 
 @pytest.mark.parametrize("task, data", [("binary", "heart_scale"),
-                                        ("multiclass", "pendigits_scale.train.sample")])
+                                        ("multiclass", "pendigits_scale.train.sample"),
+                                        ("regression", "cpusmall_scale.train.sample")])
 def test_lean_training_imports_neither_numpy_nor_click_nor_dataclasses(tmp_path, task, data):
-    """`train` of a binary or multiclass model on a small file (svmtrain.lean_train): the
-    interpreter, the reader, the kernel and the certificate's modules; not even
-    svmtrain.records' dataclasses."""
+    """`train` of a binary, multiclass or regression model on a small file
+    (svmtrain.lean_train): the interpreter, the reader, the kernel and the certificate's modules;
+    not even svmtrain.records' dataclasses."""
     r = subprocess.run([sys.executable, "-c", _CONSOLE_PROBE, "train", "-q", "-t", task,
                         os.path.join(DATA, data), str(tmp_path / "m")],
                        capture_output=True, text=True)
@@ -87,7 +88,7 @@ def test_lean_training_imports_neither_numpy_nor_click_nor_dataclasses(tmp_path,
     ours = {m for m in mods if m.startswith("svmtrain")}
     assert ours <= {"svmtrain", "svmtrain.__main__", "svmtrain.lean_train", "svmtrain.lean_predict",
                     "svmtrain.auto", "svmtrain._reader", "svmtrain._engine", "svmtrain._linear",
-                    "svmtrain._multiclass",
+                    "svmtrain._multiclass", "svmtrain._regression",
                     "svmtrain.interrupt", "svmtrain.objective", "svmtrain.stopping",
                     "svmtrain.atomic", "svmtrain._numpy"}, sorted(ours)
     assert (tmp_path / "m").read_text().startswith(f"svmtrain_model 1\ntask {task}\n")
