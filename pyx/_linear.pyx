@@ -306,9 +306,10 @@ def extremes(values):
     here: a fused def's dispatcher imports numpy.)"""
     cdef const int64_t[::1] q
     cdef const double[::1] d
-    if len(memoryview(values)) == 0:
+    view = memoryview(values)
+    if len(view) == 0:
         raise ValueError("extremes: no values")
-    if memoryview(values).format == "q":
+    if view.format == "q":
         q = values
         return _lo_hi(q)
     d = values

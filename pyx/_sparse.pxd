@@ -29,9 +29,9 @@ cdef inline object zeros_as_numpy(Py_ssize_t n):
 
 cdef inline object int32_columns(object indices, int64_t n_cols, int32_t** out):
     """The column indices as int32s, their first in out: the buffer itself when it holds int32s
-    ('i': Parser.take_buffers narrows them so), else a copy of its int64s in a buffer of its own
-    (zeros_as_numpy's). Returns the buffer to keep alive; ValueError when an index lies outside
-    [0, n_cols)."""
+    ('i': a Parser made with int32_columns stores them so), else a copy of its int64s in a buffer
+    of its own (zeros_as_numpy's). Returns the buffer to keep alive; ValueError when an index lies
+    outside [0, n_cols)."""
     cdef const int32_t[::1] narrow
     cdef const int64_t[::1] wide
     cdef Py_ssize_t p

@@ -8,8 +8,8 @@ click's text, byte for byte). A narrower terminal, and every other command line,
 
 `svmtrain predict` of a binary, multiclass, regression or sequence linear model, the common case,
 is first offered to svmtrain.lean_predict, and `svmtrain train` of a binary, multiclass or
-regression model on a small file to svmtrain.lean_train; neither imports click or numpy, and each hands the
-command back when it is not of its plain form.
+regression model on a small file to svmtrain.lean_train; neither imports click or numpy, and each
+hands the command back when it is not of its plain form.
 
 The cyclic garbage collector is off while the command's modules are imported, and what they made
 is then frozen out of its way: an import makes long-lived objects and next to no cycles, yet

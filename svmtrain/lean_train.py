@@ -15,11 +15,11 @@ at least one row, with two labels (binary) or two to MOST_CLASSES (multiclass), 
 `cost:` and rows whose squared norms are finite, and `--mode auto` choosing n-slack for it (as
 svmtrain.auto does for such a file). Then the run is the full path's, step for step, on the same
 code where it matters: the reader's C parser (`Parser.take_buffers`, the column indices stored
-as int32s as they are parsed: the kernels read them as they are, where a copy beside the int64s
-was a tenth to a fifth of the process's peak: a9a 23.7 -> 20.0 MB, ijcnn1 30 -> 24 MB,
-reuters_lasvm 18.7 -> 16.9 MB; and the parse's own peak is a quarter lower); the kernel the task's listing goes to, built from those buffers: the engine over one
-constraint per row (`DualCD.from_rows`, the layout DualCD gives Binary.all_constraints' cache),
-the Crammer-Singer kernel over every (i, j) (`CrammerSingerCD.from_rows`, the one
+as int32s as they are parsed, which the kernels read as they are: a copy beside the int64s was a
+tenth to a fifth of the process's peak, a9a 23.7 -> 19.8 MB, ijcnn1 30 -> 23.9 MB, reuters_lasvm
+18.7 -> 16.0 MB); the kernel the task's listing goes to, built from those buffers: the engine
+over one constraint per row (`DualCD.from_rows`, the layout DualCD gives Binary.all_constraints'
+cache), the Crammer-Singer kernel over every (i, j) (`CrammerSingerCD.from_rows`, the one
 Multiclass.all_constraints' listing builds) or LIBLINEAR -s 13's one variable an example
 (`SVRDualCD.from_rows`, Regression.all_constraints' TubeListing); the engine's stopping policy
 (svmtrain.stopping.run_epochs); and the certificate's sums (svmtrain._linear.binary_hinge_sum,
@@ -146,6 +146,8 @@ def _command(args):
         return None
     if o["p"] is not None and o["task"] != "regression":
         return None            # (the full path: -p is regression's)
+    if o["p"] is None:
+        o["p"] = 0.1           # (svmtrain.options' default)
     # the environment can ask for Dask (train's --scheduler reads it)
     if os.environ.get("DASK_SCHEDULER_ADDRESS"):
         return None
@@ -243,7 +245,7 @@ def _train(path, kind, model_path, o):
     has_bias = bias != "none"
     b = bias if has_bias else 0.0
     C = o["C"]
-    p = 0.1 if o["p"] is None else o["p"]
+    p = o["p"]
     if multiclass:
         from svmtrain._multiclass import CrammerSingerCD
         y = _linear.class_indices(target, memoryview(struct.pack(f"{K}d", *labels)).cast("d"))
@@ -398,7 +400,7 @@ def _save_state(state_path, path, rows, labels, o, alpha, thresholds):
     block = Block(indptr, indices.astype(np.int64), values, target, np.full(n, -1, np.int64),
                   np.ones(n), line, max(rows[-1], 1), 0)
     task = (Multiclass(labels, "zero-one") if o["task"] == "multiclass" else
-            Regression(0.1 if o["p"] is None else o["p"]) if o["task"] == "regression" else
+            Regression(o["p"]) if o["task"] == "regression" else
             Binary(labels))
     bias = o["bias"] if o["bias"] != "none" else None
     problem = task.problem(block, path, o["C"], Geometry(block.n_features, bias))

@@ -197,8 +197,7 @@ def test_regression_models_are_the_full_path_s(tmp_path, options):
     assert model.startswith(b"svmtrain_model 1\ntask regression\nmode n-slack\n")
     width = 13 if "-B" in options else 12
     assert b"\nlabels" not in model and f"\nweights dense {width}\n".encode() in model
-    p = next((o.partition("=")[2] or options[i + 1] for i, o in enumerate(options)
-              if o.startswith("-p")), "0.1")
+    p = options[options.index("-p") + 1] if "-p" in options else "0.1"
     assert f"\np {float(p)!r}\n".encode() in model
 
 
