@@ -12,7 +12,9 @@ nothing more is written). Exit statuses follow the shell's convention, 128 + the
 130 for SIGINT, 143 for SIGTERM.
 """
 
-import signal
+# `_signal` is the C module under `signal`: the same handlers and numbers, without the enum
+# machinery `signal` imports (4 ms, a fifth of the lean `train`'s whole run on a small file).
+import _signal as signal
 
 _received = None       # the first signal number seen inside watch(), or None
 
