@@ -588,6 +588,28 @@ def test_the_powers_of_five_are_the_scripts():
         assert 1 << 127 <= scaled < 1 << 128 and abs(scaled - c) <= 1, q
 
 
+def test_the_repr_scales_are_the_scripts():
+    """pyx/_repr_table.h is what pyx/make_repr_table.py writes, and each g_k is 10^-k scaled
+    into [2^125, 2^126), rounded up: the bound the shortest-repr search relies on."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyx")
+    spec = importlib.util.spec_from_file_location("make_repr_table",
+                                                  os.path.join(root, "make_repr_table.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with open(os.path.join(root, "_repr_table.h")) as f:
+        assert f.read() == script.header()
+    scales = script.scales()
+    assert len(scales) == script.K_MAX - script.K_MIN + 1
+    for k in (-324, -308, -1, 0, 1, 22, 23, 292):
+        exact = fractions.Fraction(10) ** -k
+        r = exact.numerator.bit_length() - exact.denominator.bit_length()
+        if fractions.Fraction(2) ** r > exact:      # floor(log2 10^-k), exactly
+            r -= 1
+        scaled = exact / fractions.Fraction(2) ** (r - 125)
+        g = scales[k - script.K_MIN]
+        assert 1 << 125 <= scaled < 1 << 126 and 0 < g - scaled <= 1, k
+
+
 def test_float_exact_through_files(tmp_path):
     rng = np.random.default_rng(1)
     values = rng.standard_normal(2000) * 10.0 ** rng.integers(-300, 300, 2000)
