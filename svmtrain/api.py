@@ -300,7 +300,7 @@ def predict(model, data, *, output=None, scores=False, where=None, progress=Fals
             run(sys.stdout)
             sys.stdout.flush()
         else:
-            with atomic_output(output, "w") as out:
+            with atomic_output(output, "w", durable=False) as out:
                 run(out)
         labels = values = None
     else:

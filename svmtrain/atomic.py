@@ -5,7 +5,11 @@
 
 Writes go to a temporary file ``.NAME.tmp-XXXXXXXX`` in the target's directory (same file
 system, so the final rename is atomic). On success the temporary file is flushed, fsynced and
-renamed over the target with ``os.replace``; the directory is then fsynced (best effort). On any
+renamed over the target with ``os.replace``; the directory is then fsynced (best effort). With
+``durable=False`` the two fsyncs are skipped: the file still appears whole or not at all to every
+other process, but a power cut soon after may lose it. That is the trade for outputs that are
+cheap to make again (predictions), where the fsyncs were most of what writing them cost above
+LIBLINEAR, which does not sync; models, resume states and checkpoints stay durable. On any
 exception -- including KeyboardInterrupt and SystemExit -- the temporary file is removed and the
 target is left exactly as it was: absent, or the old file untouched. A crash or Ctrl-C therefore
 never leaves a half-written model.
@@ -16,7 +20,6 @@ gets ``0o666 & ~umask`` (the temporary file's private 0o600 is not kept).
 ``path == "-"`` writes to standard output (``sys.stdout``, or ``sys.stdout.buffer`` in binary
 mode), which is flushed but never closed; nothing can be rolled back there.
 """
-from __future__ import annotations
 
 import errno
 import os
@@ -96,13 +99,16 @@ class atomic_output:
     force    -- when False, refuse to replace an existing file: FileExistsError is raised before
                 anything is written, and again at the end if the file appeared meanwhile (the
                 final step is then an atomic link, never a clobber).
+    durable  -- when False, do not fsync the file or its directory (see the module's docstring).
 
     (A class, not a contextlib generator: predict's lean path writes through it, and contextlib
     with the collections it imports is 3-5 ms of that command's start.)
     """
 
-    def __init__(self, path, mode: str = "w", *, force: bool = True, encoding: str = "utf-8"):
+    def __init__(self, path, mode: str = "w", *, force: bool = True, encoding: str = "utf-8",
+                 durable: bool = True):
         self._args = path, mode, force, encoding
+        self._durable = durable
         self._file = self._tmp = None
 
     def __enter__(self):
@@ -165,7 +171,8 @@ class atomic_output:
             try:
                 if kind is None:
                     f.flush()
-                    os.fsync(f.fileno())
+                    if self._durable:
+                        os.fsync(f.fileno())
                     os.fchmod(f.fileno(), perms)
             finally:
                 f.close()
@@ -180,7 +187,8 @@ class atomic_output:
         if kind is not None:
             _remove(tmp)
             return False
-        _fsync_dir(directory)
+        if self._durable:
+            _fsync_dir(directory)
         return False
 
 

@@ -98,7 +98,7 @@ def run(args):
                 say("".join(pieces), 141)      # (the full path's status for a broken pipe)
             else:
                 from svmtrain.atomic import atomic_output
-                with atomic_output(output, "w") as out:
+                with atomic_output(output, "w", durable=False) as out:
                     metric = _predict(stream, kind == "plain", limit, model, flags["scores"],
                                       out.write)
     except Exception:

@@ -154,3 +154,23 @@ def test_no_free_temporary_name_raises_naming_the_target(tmp_path, monkeypatch):
         with atomic_output(tmp_path / "out.txt") as f:
             f.write("x")
     assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_durable_output_is_synced_and_the_rest_only_renamed(tmp_path, monkeypatch, durable):
+    # models and states are fsynced (file, then directory); predictions (durable=False) are not,
+    # and still appear whole or not at all
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr("svmtrain.atomic.os.fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    path = tmp_path / "out.txt"
+    with atomic_output(path, durable=durable) as f:
+        f.write("whole\n")
+        assert not path.exists()
+    assert path.read_text() == "whole\n" and os.listdir(tmp_path) == ["out.txt"]
+    assert len(synced) == (2 if durable else 0)
+    with pytest.raises(RuntimeError):
+        with atomic_output(path, durable=durable) as f:
+            f.write("half")
+            raise RuntimeError
+    assert path.read_text() == "whole\n" and os.listdir(tmp_path) == ["out.txt"]
